@@ -1,0 +1,87 @@
+package toolgate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Error codes of the wire protocol. Each maps to one HTTP status in the
+// handlers package.
+const (
+	EBadRequest       = "BAD_REQUEST"
+	EUnauthenticated  = "UNAUTHENTICATED"
+	EPermissionDenied = "PERMISSION_DENIED"
+	ENotFound         = "NOT_FOUND"
+	EToolNotFound     = "TOOL_NOT_FOUND"
+	EConflict         = "CONFLICT"
+	ECallClosed       = "CALL_CLOSED"
+	EPayloadTooLarge  = "PAYLOAD_TOO_LARGE"
+	EInvalidArgs      = "INVALID_ARGS"
+	ERateLimited      = "RATE_LIMITED"
+	ESessionOffline   = "SESSION_OFFLINE"
+	ETimeout          = "TIMEOUT"
+	EInternal         = "INTERNAL_ERROR"
+
+	// Codes that only appear in a call's error, never as an HTTP error.
+	ECancelled    = "CANCELLED"
+	EDenied       = "DENIED"
+	EAuthRequired = "AUTH_REQUIRED"
+)
+
+// Error is an error the gateway reports to a client or caller as it is.
+// Any other error is internal and reported as "Internal error."
+type Error struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	// RetryAfterSeconds, when positive, is sent as a Retry-After header.
+	RetryAfterSeconds int `json:"-"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string { return fmt.Sprintf("toolgate: %s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithDetails returns e with the details added.
+func (e *Error) WithDetails(details map[string]any) *Error {
+	e.Details = details
+	return e
+}
+
+// ErrorCode returns the code of err when it is (or wraps) an *Error, and
+// INTERNAL_ERROR otherwise; nil has no code.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the message of err when it is (or wraps) an *Error,
+// and "Internal error." otherwise, so internal details never leak.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Internal error."
+}
+
+// ErrorBody is the JSON body of every error reply.
+type ErrorBody struct {
+	Error struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details,omitempty"`
+	} `json:"error"`
+}
