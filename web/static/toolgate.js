@@ -1,0 +1,568 @@
+// toolgate browser SDK: lets a page (or a Node program) provide tools to a
+// toolgate gateway. Usable as a plain ES module with no build step:
+//
+//   import { ToolgateClient } from "/toolgate.js";
+//   const client = new ToolgateClient({ baseUrl: "https://gateway.example" });
+//   client.registerTool({ name: "page_title", description: "Title of this page",
+//                         handler: () => document.title });
+//   await client.connect();
+//
+// The wire contract is PROTOCOL.md: REST to register and answer, a
+// Server-Sent Events stream to receive calls, long-poll where a proxy holds
+// the stream back. Types are in toolgate.d.ts beside this file.
+
+import { CallRunner } from "./toolgate-calls.js";
+import { SessionStore, ToolError, ToolgateError, backoffDelay, requestJSON, resolveStorage, sleep } from "./toolgate-http.js";
+import { pollEvents, readEventStream } from "./toolgate-transport.js";
+
+export { ToolError, ToolgateError, MemoryStorage, TOOL_ERROR_CODES } from "./toolgate-http.js";
+export { SSEParser } from "./toolgate-transport.js";
+
+/** The SDK's version, sent as the session's client version. */
+export const VERSION = "0.1.0";
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const TRANSPORTS = ["auto", "sse", "poll"];
+const APPROVALS = ["never", "unless_auto_approved", "always"];
+
+/** Errors after which the stream cannot be trusted and auto mode should poll. */
+const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
+
+/**
+ * A client of a toolgate gateway: one session, its tools, and the connection
+ * that receives their calls. It is an EventTarget; `on(type, fn)` is a
+ * shorthand that passes the event's detail. Events: "state", "transport",
+ * "session", "call", "registered", "error".
+ */
+export class ToolgateClient extends EventTarget {
+  #opts;
+  #fetch;
+  #store;
+  #session = null;
+  #tools = new Map();
+  #toolsDirty = true;
+  #pendingRegistrations = [];
+  #state = "idle";
+  #transport = null;
+  #cursor = null;
+  #pollCursor = null;
+  #resumeFromCursor = false;
+  #loop = null;
+  #connected = null;
+  #sseRetryDelay;
+  #runner;
+
+  /**
+   * @param {import("./toolgate.d.ts").ToolgateClientOptions} [options]
+   */
+  constructor(options = {}) {
+    super();
+    const baseUrl = options.baseUrl ?? globalThis.location?.origin;
+    if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
+      throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(baseUrl)}`);
+    }
+    const transport = options.transport ?? "auto";
+    if (!TRANSPORTS.includes(transport)) {
+      throw new TypeError(`transport must be one of ${TRANSPORTS.join(", ")}, got ${JSON.stringify(transport)}`);
+    }
+    this.#opts = {
+      baseUrl: baseUrl.replace(/\/+$/, ""),
+      transport,
+      clientKey: options.clientKey,
+      client: { name: "toolgate-web", version: VERSION, platform: "web", ...options.client },
+      metadata: options.metadata,
+      sseReadyTimeoutMs: options.sseReadyTimeoutMs ?? 5000,
+      sseRetryMs: options.sseRetryMs ?? 60000,
+      sseRetryMaxMs: options.sseRetryMaxMs ?? 600000,
+      stallTimeoutMs: options.stallTimeoutMs,
+      pollWaitMs: options.pollWaitMs,
+      reconnectBaseMs: options.reconnectBaseMs ?? 500,
+      reconnectMaxMs: options.reconnectMaxMs ?? 30000,
+    };
+    const fetchFn = options.fetch ?? globalThis.fetch;
+    if (typeof fetchFn !== "function") throw new TypeError("no fetch function: pass options.fetch");
+    this.#fetch = (...args) => fetchFn(...args);
+    this.#store = new SessionStore(resolveStorage(options.storage), options.storageKey ?? `toolgate:${this.#opts.baseUrl}`);
+    this.#sseRetryDelay = this.#opts.sseRetryMs;
+    this.#runner = new CallRunner({
+      fetchFn: this.#fetch,
+      baseUrl: this.#opts.baseUrl,
+      getSession: () => this.#session,
+      getTool: (name) => this.#tools.get(name),
+      emit: (type, detail) => this.#emit(type, detail),
+      persist: () => this.#persist(),
+      retryBaseMs: this.#opts.reconnectBaseMs,
+      retryMaxMs: this.#opts.reconnectMaxMs,
+    });
+  }
+
+  /** "idle", "connecting", "connected", "reconnecting" or "closed". */
+  get state() {
+    return this.#state;
+  }
+
+  /** "sse" or "poll" while connected, else null. */
+  get transport() {
+    return this.#transport;
+  }
+
+  /** The session's id once there is one (also restored from storage). */
+  get sessionId() {
+    return this.#session?.sessionId ?? this.#store.load()?.sessionId ?? null;
+  }
+
+  /** The last event cursor received. */
+  get cursor() {
+    return this.#cursor;
+  }
+
+  /** The gateway's base URL, without a trailing slash. */
+  get baseUrl() {
+    return this.#opts.baseUrl;
+  }
+
+  /** The registered tools, as sent to the gateway (without handlers). */
+  get tools() {
+    return [...this.#tools.values()].map((t) => ({ ...t.wire }));
+  }
+
+  /** Ids of the calls whose handlers are running now. */
+  get runningCalls() {
+    return [...this.#runner.running.keys()];
+  }
+
+  /** Adds a listener that receives the event's detail; returns a function that removes it. */
+  on(type, listener) {
+    const wrapped = (event) => listener(event.detail);
+    this.addEventListener(type, wrapped);
+    return () => this.removeEventListener(type, wrapped);
+  }
+
+  /**
+   * Registers a tool (or replaces one with the same name). Throws a TypeError
+   * for a spec this SDK can tell is invalid. The promise settles when the
+   * gateway has judged it: `{registered: true}` or `{registered: false, code, message}`;
+   * it never rejects.
+   * @param {import("./toolgate.d.ts").ToolDefinition} spec
+   */
+  registerTool(spec) {
+    const tool = validateTool(spec);
+    this.#tools.set(tool.wire.name, tool);
+    const promise = new Promise((resolve) => this.#pendingRegistrations.push({ name: tool.wire.name, resolve }));
+    if (this.#session && this.#state === "connected") {
+      this.#registerTools(false, [tool]).catch((error) => this.#emit("error", { error, during: "register" }));
+    } else {
+      this.#toolsDirty = true;
+    }
+    return promise;
+  }
+
+  /**
+   * Removes a tool here and, when connected, at the gateway. It re-registers
+   * the remaining tools with `replace: true` rather than sending DELETE,
+   * which some proxies drop.
+   */
+  async unregisterTool(name) {
+    if (!this.#tools.delete(name)) return false;
+    this.#toolsDirty = true;
+    if (this.#session && this.#state === "connected") await this.#registerTools(true, [...this.#tools.values()]);
+    return true;
+  }
+
+  /**
+   * Creates or resumes the session, registers the tools and starts receiving
+   * calls. Resolves once the transport is live; rejects only when the gateway
+   * refuses this client for good (bad client key, invalid request). Network
+   * trouble is retried with backoff meanwhile.
+   */
+  connect() {
+    if (this.#loop && this.#state !== "closed") return this.#connected.promise;
+    this.#connected = deferred();
+    const controller = new AbortController();
+    this.#loop = controller;
+    this.#runner.resume();
+    const stored = this.#store.load();
+    if (stored) {
+      this.#session = stored;
+      this.#cursor = stored.cursor;
+      this.#runner.restore(stored.outbox);
+    }
+    this.#supervise(controller.signal).catch((error) => this.#fail(error));
+    return this.#connected.promise;
+  }
+
+  /**
+   * Stops receiving calls and aborts running handlers (their calls stay open
+   * at the gateway and come back on the next connect). With `endSession`, the
+   * session is closed at the gateway and forgotten here.
+   */
+  async close({ endSession = false } = {}) {
+    this.#loop?.abort();
+    this.#loop = null;
+    this.#runner.stop();
+    this.#setTransport(null);
+    this.#setState("closed");
+    this.#connected?.reject(new ToolgateError("CLOSED", "The client was closed before it connected"));
+    this.#connected?.promise.catch(() => {});
+    const session = this.#session;
+    if (endSession && session) {
+      this.#session = null;
+      this.#store.clear();
+      await requestJSON(this.#fetch, `${this.#sessionUrl(session)}/close`, { method: "POST", token: session.token }).catch(() => {});
+    }
+  }
+
+  // --- the connection supervisor -------------------------------------------
+
+  async #supervise(signal) {
+    let mode = this.#opts.transport === "poll" ? "poll" : "sse";
+    for (let failures = 0; !signal.aborted; ) {
+      try {
+        this.#setState(this.#everConnected ? "reconnecting" : "connecting");
+        await this.#ensureSession(signal);
+        if (mode === "sse") await this.#runStream(signal);
+        else await this.#runPolling(signal);
+        failures = 0;
+        if (this.#opts.transport === "auto" && mode === "poll") mode = "sse";
+      } catch (err) {
+        if (signal.aborted) return;
+        if (isSessionGone(err)) {
+          this.#dropSession(err);
+          continue;
+        }
+        if (err?.fatal) throw err;
+        if (this.#opts.transport === "auto" && STREAM_HELD_BACK.has(err?.code)) {
+          this.#emit("error", { error: err, during: "stream" });
+          mode = "poll";
+          continue;
+        }
+        // A stream that was live and broke (a gateway restart, a network
+        // change) is tried again first; only a held-back stream means polling.
+        if (this.#opts.transport === "auto" && this.#transport === "sse") mode = "sse";
+        this.#setTransport(null);
+        this.#setState("reconnecting");
+        this.#emit("error", { error: err, during: "connection" });
+        await sleep(err?.retryAfterMs ?? backoffDelay(failures++, this.#opts.reconnectBaseMs, this.#opts.reconnectMaxMs), signal);
+      }
+    }
+  }
+
+  get #everConnected() {
+    return this.#resumeFromCursor;
+  }
+
+  async #ensureSession(signal) {
+    if (!this.#session) {
+      const headers = {};
+      const body = { client: this.#opts.client };
+      if (this.#opts.metadata !== undefined) body.metadata = this.#opts.metadata;
+      let created;
+      try {
+        created = await requestJSON(this.#fetch, `${this.#opts.baseUrl}/v1/sessions`, {
+          method: "POST",
+          token: this.#opts.clientKey,
+          headers,
+          body,
+          signal,
+        });
+      } catch (err) {
+        if (err instanceof ToolgateError && !err.retryable) err.fatal = true;
+        throw err;
+      }
+      this.#session = {
+        sessionId: created.session_id,
+        token: created.token,
+        cursor: null,
+        heartbeatMs: created.heartbeat_ms,
+        pollWaitMs: created.poll_wait_ms,
+        outbox: [],
+      };
+      this.#cursor = null;
+      this.#pollCursor = null;
+      this.#resumeFromCursor = false;
+      this.#toolsDirty = true;
+      this.#persist();
+      this.#emit("session", { sessionId: created.session_id, created: true });
+    }
+    if (this.#toolsDirty) await this.#registerTools(true, [...this.#tools.values()], signal);
+  }
+
+  async #registerTools(replace, tools, signal) {
+    const session = this.#session;
+    if (replace) this.#toolsDirty = false;
+    let reply;
+    try {
+      reply = await requestJSON(this.#fetch, `${this.#sessionUrl(session)}/tools`, {
+        method: "POST",
+        token: session.token,
+        body: { type: "register_tools", replace, tools: tools.map((t) => t.wire) },
+        signal,
+      });
+    } catch (err) {
+      this.#toolsDirty = true;
+      throw err;
+    }
+    const rejected = Array.isArray(reply?.rejected) ? reply.rejected : [];
+    const names = new Set(tools.map((t) => t.wire.name));
+    const waiting = this.#pendingRegistrations;
+    this.#pendingRegistrations = [];
+    for (const pending of waiting) {
+      if (!names.has(pending.name)) {
+        this.#pendingRegistrations.push(pending);
+        continue;
+      }
+      const refusal = rejected.find((r) => r.name === pending.name);
+      pending.resolve(refusal ? { registered: false, code: refusal.code, message: refusal.message } : { registered: true });
+    }
+    this.#emit("registered", { count: reply?.count ?? tools.length, registered: reply?.registered ?? tools.length, rejected });
+    for (const r of rejected) {
+      this.#emit("error", { error: new ToolgateError(r.code, `Tool "${r.name}" was rejected: ${r.message}`), during: "register" });
+    }
+  }
+
+  /** Reads the SSE stream until it fails; resolves when the gateway ends it. */
+  async #runStream(signal, onReady) {
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    signal.addEventListener("abort", stop, { once: true });
+    let heldBack = null;
+    let timer = null;
+    const arm = (ms, code, message) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        heldBack = new ToolgateError(code, message);
+        controller.abort();
+      }, ms);
+    };
+    const readyMs = this.#opts.sseReadyTimeoutMs;
+    arm(readyMs, "STREAM_NOT_READY", `The event stream did not deliver "ready" within ${readyMs} ms (a proxy may be buffering it)`);
+    let ready = false;
+    const stallMs = () => this.#opts.stallTimeoutMs ?? (this.#session?.heartbeatMs ?? 15000) * 2 + 5000;
+    const session = this.#session;
+    try {
+      await readEventStream({
+        fetchFn: this.#fetch,
+        url: `${this.#sessionUrl(session)}/events`,
+        token: session.token,
+        lastEventId: this.#resumeFromCursor ? this.#cursor : null,
+        signal: controller.signal,
+        onActivity: () => {
+          if (ready) arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
+        },
+        onEvent: (ev) => {
+          if (ev.type === "ready") {
+            ready = true;
+            if (Number.isFinite(ev.heartbeat_ms)) session.heartbeatMs = ev.heartbeat_ms;
+            arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
+            this.#sseRetryDelay = this.#opts.sseRetryMs;
+            this.#live("sse");
+            onReady?.();
+            return;
+          }
+          this.#handleEvent(ev);
+        },
+      });
+      if (heldBack) throw heldBack;
+      throw new ToolgateError("STREAM_ENDED", "The gateway ended the event stream");
+    } catch (err) {
+      throw heldBack ?? err;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", stop);
+    }
+  }
+
+  /**
+   * Long-polls until the signal aborts or an error. In auto mode it also
+   * probes the stream after a delay (doubling after each failed probe); once a
+   * probe delivers "ready", polling stops and that stream carries on.
+   */
+  async #runPolling(signal) {
+    const pollController = new AbortController();
+    const stopPoll = () => pollController.abort();
+    signal.addEventListener("abort", stopPoll, { once: true });
+    let probe = null;
+    let probeTimer = null;
+    const scheduleProbe = () => {
+      if (this.#opts.transport !== "auto" || signal.aborted) return;
+      probeTimer = setTimeout(() => {
+        probe = this.#runStream(signal, stopPoll);
+        probe.catch((err) => {
+          if (!pollController.signal.aborted) {
+            this.#sseRetryDelay = Math.min(this.#sseRetryDelay * 2, this.#opts.sseRetryMaxMs);
+            this.#emit("error", { error: err, during: "stream-probe" });
+            scheduleProbe();
+          }
+        });
+      }, this.#sseRetryDelay);
+    };
+    scheduleProbe();
+    try {
+      while (!pollController.signal.aborted) {
+        const session = this.#session;
+        const waitMs = this.#opts.pollWaitMs ?? session.pollWaitMs ?? 25000;
+        const held = new AbortController();
+        const abortHeld = () => held.abort();
+        pollController.signal.addEventListener("abort", abortHeld, { once: true });
+        const giveUp = setTimeout(abortHeld, waitMs + 15000);
+        let reply;
+        try {
+          reply = await pollEvents({
+            fetchFn: this.#fetch,
+            baseUrl: this.#opts.baseUrl,
+            sessionId: session.sessionId,
+            token: session.token,
+            cursor: this.#resumeFromCursor ? (this.#pollCursor ?? this.#cursor) : null,
+            waitMs,
+            signal: held.signal,
+          });
+        } catch (err) {
+          if (pollController.signal.aborted) break;
+          if (held.signal.aborted) throw new ToolgateError("NETWORK", `The poll got no answer within ${waitMs + 15000} ms`);
+          throw err;
+        } finally {
+          clearTimeout(giveUp);
+          pollController.signal.removeEventListener("abort", abortHeld);
+        }
+        if (pollController.signal.aborted) break; // the stream took over; it replays these events too
+        this.#live("poll");
+        for (const ev of reply.events) this.#handleEvent(ev);
+        this.#pollCursor = reply.cursor;
+        this.#persist();
+      }
+    } finally {
+      clearTimeout(probeTimer);
+      signal.removeEventListener("abort", stopPoll);
+    }
+    // Polling stopped: either the client closes, or a probe stream is live.
+    if (probe && !signal.aborted) await probe;
+  }
+
+  #live(transport) {
+    this.#resumeFromCursor = true;
+    this.#setTransport(transport);
+    this.#setState("connected");
+    this.#connected?.resolve();
+  }
+
+  #handleEvent(ev) {
+    if (Number.isFinite(ev.seq)) {
+      if (this.#cursor === null || ev.seq > this.#cursor) this.#cursor = ev.seq;
+      this.#pollCursor = null;
+      this.#persist();
+    }
+    switch (ev.type) {
+      case "tool_call_request":
+        this.#runner.accept(ev);
+        break;
+      case "call_cancelled":
+        this.#runner.cancel(ev.id, ev.reason ?? "cancelled");
+        break;
+      default:
+        break; // ping, and event types this version does not know
+    }
+  }
+
+  #dropSession(err) {
+    this.#emit("session", { sessionId: this.#session?.sessionId ?? null, created: false, lost: true, error: err });
+    this.#session = null;
+    this.#store.clear();
+    this.#runner.reset();
+    this.#runner.resume();
+    this.#cursor = null;
+    this.#pollCursor = null;
+    this.#resumeFromCursor = false;
+  }
+
+  #fail(error) {
+    this.#loop?.abort();
+    this.#loop = null;
+    this.#setTransport(null);
+    this.#setState("closed");
+    this.#emit("error", { error, during: "connect", fatal: true });
+    this.#connected?.reject(error);
+  }
+
+  #persist() {
+    if (!this.#session) return;
+    this.#store.save({
+      sessionId: this.#session.sessionId,
+      token: this.#session.token,
+      heartbeatMs: this.#session.heartbeatMs,
+      pollWaitMs: this.#session.pollWaitMs,
+      cursor: this.#cursor,
+      outbox: [...this.#runner.outbox.values()],
+    });
+  }
+
+  #sessionUrl(session) {
+    return `${this.#opts.baseUrl}/v1/sessions/${encodeURIComponent(session.sessionId)}`;
+  }
+
+  #setState(state) {
+    if (this.#state === state) return;
+    const previous = this.#state;
+    this.#state = state;
+    this.#emit("state", { state, previous });
+  }
+
+  #setTransport(transport) {
+    if (this.#transport === transport) return;
+    this.#transport = transport;
+    this.#emit("transport", { transport });
+  }
+
+  #emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+}
+
+/** Whether an error means the session no longer exists or its token is refused. */
+function isSessionGone(err) {
+  return err instanceof ToolgateError && (err.code === "UNAUTHENTICATED" || err.code === "NOT_FOUND") && !err.fatal;
+}
+
+/** Checks a tool definition and builds its wire form. */
+function validateTool(spec) {
+  if (!spec || typeof spec !== "object") throw new TypeError("registerTool needs a tool definition object");
+  const { name, description, parameters, handler, timeoutMs, requiresApproval } = spec;
+  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
+    throw new TypeError(`tool name must match ${TOOL_NAME}, got ${JSON.stringify(name)}`);
+  }
+  if (typeof description !== "string" || description.trim() === "") {
+    throw new TypeError(`tool "${name}" needs a description`);
+  }
+  if (typeof handler !== "function") throw new TypeError(`tool "${name}" needs a handler function`);
+  if (parameters !== undefined && (parameters === null || typeof parameters !== "object" || Array.isArray(parameters))) {
+    throw new TypeError(`tool "${name}": parameters must be a JSON Schema object`);
+  }
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
+    throw new TypeError(`tool "${name}": timeoutMs must be a positive integer`);
+  }
+  let approval = requiresApproval;
+  if (approval === true) approval = "always";
+  if (approval === false) approval = "never";
+  if (approval !== undefined && !APPROVALS.includes(approval)) {
+    throw new TypeError(`tool "${name}": requiresApproval must be true, false or one of ${APPROVALS.join(", ")}`);
+  }
+  const wire = { name, description, parameters: parameters ?? { type: "object", properties: {} } };
+  if (timeoutMs !== undefined) wire.timeout_ms = timeoutMs;
+  if (approval !== undefined) wire.requires_approval = approval;
+  if (spec.readOnly !== undefined) wire.read_only = Boolean(spec.readOnly);
+  if (spec.rateLimit) {
+    wire.rate_limit = {
+      requests_per_minute: spec.rateLimit.requestsPerMinute,
+      requests_per_hour: spec.rateLimit.requestsPerHour,
+    };
+  }
+  return { wire, handler };
+}
+
+function deferred() {
+  let resolve, reject;
+  const promise = new Promise((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
