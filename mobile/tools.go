@@ -1,0 +1,234 @@
+package mobile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/toolgate/toolgate"
+)
+
+// ToolOptions are a tool's optional traits. The zero value leaves every one
+// to the gateway's defaults.
+type ToolOptions struct {
+	// TimeoutMS is how long a call may run before the gateway times it
+	// out; zero is the gateway's default.
+	TimeoutMS int64
+	// RequiresApproval is "never", "unless_auto_approved" or "always";
+	// empty is the gateway's default.
+	RequiresApproval string
+	// RequestsPerMinute and RequestsPerHour cap calls per session; zero
+	// means no limit for that window.
+	RequestsPerMinute int64
+	RequestsPerHour   int64
+	// ReadOnly says the tool changes nothing.
+	ReadOnly bool
+}
+
+// NewToolOptions returns options with every trait left to the gateway.
+func NewToolOptions() *ToolOptions { return &ToolOptions{} }
+
+// registeredTool is a tool this client offers: its spec and, optionally,
+// a handler of its own.
+type registeredTool struct {
+	spec    toolgate.ToolSpec
+	handler CallHandler
+}
+
+// buildToolSpec checks a tool the way the gateway will and returns its spec.
+func buildToolSpec(name, description, parametersJSON string, options *ToolOptions) (toolgate.ToolSpec, error) {
+	spec := toolgate.ToolSpec{Name: name, Description: description}
+	if !toolgate.ToolNamePattern.MatchString(name) {
+		return spec, fmt.Errorf("tool name %q must match %s", name, toolgate.ToolNamePattern)
+	}
+	if strings.TrimSpace(description) == "" {
+		return spec, fmt.Errorf("tool %s: the description is empty", name)
+	}
+	if len([]rune(description)) > toolgate.MaxDescriptionLength {
+		return spec, fmt.Errorf("tool %s: the description is longer than %d characters", name, toolgate.MaxDescriptionLength)
+	}
+	if strings.TrimSpace(parametersJSON) != "" {
+		var schema map[string]any
+		if err := json.Unmarshal([]byte(parametersJSON), &schema); err != nil {
+			return spec, fmt.Errorf("tool %s: parameters are not a JSON object: %w", name, err)
+		}
+		if t, ok := schema["type"]; ok && t != "object" {
+			return spec, fmt.Errorf("tool %s: the parameters' top-level type must be \"object\", not %v", name, t)
+		}
+		spec.Parameters = json.RawMessage(parametersJSON)
+	}
+	if options != nil {
+		if options.TimeoutMS < 0 {
+			return spec, fmt.Errorf("tool %s: timeout_ms is negative", name)
+		}
+		spec.TimeoutMS = options.TimeoutMS
+		if options.RequiresApproval != "" {
+			approval := toolgate.Approval(options.RequiresApproval)
+			if !approval.Valid() {
+				return spec, fmt.Errorf("tool %s: requires_approval %q is not never, unless_auto_approved or always", name, options.RequiresApproval)
+			}
+			spec.RequiresApproval = approval
+		}
+		if options.RequestsPerMinute < 0 || options.RequestsPerHour < 0 {
+			return spec, fmt.Errorf("tool %s: a rate limit is negative", name)
+		}
+		if options.RequestsPerMinute > 0 || options.RequestsPerHour > 0 {
+			spec.RateLimit = &toolgate.RateLimit{
+				RequestsPerMinute: int(options.RequestsPerMinute),
+				RequestsPerHour:   int(options.RequestsPerHour),
+			}
+		}
+		spec.ReadOnly = options.ReadOnly
+	}
+	return spec, nil
+}
+
+// RegisterTool offers a tool with the gateway's default traits.
+// parametersJSON is a JSON Schema object, or empty for no arguments.
+// Before Connect the tool is only kept and checked locally; once
+// connected it is registered at once and an error says why the gateway
+// rejected it.
+func (c *Client) RegisterTool(name, description, parametersJSON string) error {
+	return c.RegisterToolWithOptions(name, description, parametersJSON, nil)
+}
+
+// RegisterToolWithOptions offers a tool with the given traits; options may
+// be nil. Registering a name again replaces the tool.
+func (c *Client) RegisterToolWithOptions(name, description, parametersJSON string, options *ToolOptions) error {
+	spec, err := buildToolSpec(name, description, parametersJSON, options)
+	if err != nil {
+		return err
+	}
+	return c.addTools([]registeredTool{{spec: spec}}, false)
+}
+
+// SetToolHandler routes the calls of one tool to h instead of the client's
+// handler; nil removes the routing. It may be called before or after the
+// tool is registered.
+func (c *Client) SetToolHandler(name string, h CallHandler) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h == nil {
+		delete(c.toolHandlers, name)
+	} else {
+		c.toolHandlers[name] = h
+	}
+}
+
+// UnregisterTool stops offering a tool. Once connected, the gateway is told
+// at once.
+func (c *Client) UnregisterTool(name string) error {
+	return c.removeTools([]string{name})
+}
+
+// ToolNamesJSON returns the names of the tools this client offers, as a
+// sorted JSON array of strings.
+func (c *Client) ToolNamesJSON() string {
+	b, _ := json.Marshal(c.toolNames())
+	return string(b)
+}
+
+func (c *Client) toolNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.tools))
+	for name := range c.tools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// addTools keeps the tools and, when connected, registers them with the
+// gateway in one request. Tools the gateway rejects are dropped again and
+// reported in the returned error; with keepRejected they are kept locally
+// too (the bridge reports them but goes on).
+func (c *Client) addTools(tools []registeredTool, keepRejected bool) error {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	c.mu.Lock()
+	for _, t := range tools {
+		c.tools[t.spec.Name] = t.spec
+		if t.handler != nil {
+			c.toolHandlers[t.spec.Name] = t.handler
+		}
+	}
+	sess, connected := c.sess, c.connected()
+	c.mu.Unlock()
+	if !connected {
+		return nil
+	}
+	specs := make([]toolgate.ToolSpec, len(tools))
+	for i, t := range tools {
+		specs[i] = t.spec
+	}
+	reply, err := c.api.registerTools(c.lifeCtx, sess, false, specs)
+	if err != nil {
+		// The tools stay kept: they are registered again on the next
+		// (re)connection.
+		return fmt.Errorf("registering tools: %w", err)
+	}
+	return c.noteRejected(reply.Rejected, !keepRejected)
+}
+
+// removeTools forgets the tools and, when connected, registers the rest
+// with replace, so the gateway drops them (GET and POST only, which every
+// proxy passes).
+func (c *Client) removeTools(names []string) error {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	c.mu.Lock()
+	for _, name := range names {
+		delete(c.tools, name)
+		delete(c.toolHandlers, name)
+	}
+	sess, connected := c.sess, c.connected()
+	c.mu.Unlock()
+	if !connected {
+		return nil
+	}
+	return c.syncToolsLocked(c.lifeCtx, sess)
+}
+
+// syncToolsLocked registers every kept tool with replace, so the gateway's
+// list for the session is exactly this client's. regMu must be held.
+func (c *Client) syncToolsLocked(ctx context.Context, sess sessionCredentials) error {
+	c.mu.Lock()
+	specs := make([]toolgate.ToolSpec, 0, len(c.tools))
+	for _, spec := range c.tools {
+		specs = append(specs, spec)
+	}
+	c.mu.Unlock()
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	reply, err := c.api.registerTools(ctx, sess, true, specs)
+	if err != nil {
+		return fmt.Errorf("registering tools: %w", err)
+	}
+	if err := c.noteRejected(reply.Rejected, false); err != nil {
+		c.log(LevelWarn, err.Error())
+	}
+	return nil
+}
+
+// noteRejected logs the rejected tools, drops them when asked, and returns
+// an error naming them.
+func (c *Client) noteRejected(rejected []rejectedTool, drop bool) error {
+	if len(rejected) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(rejected))
+	for _, r := range rejected {
+		msgs = append(msgs, fmt.Sprintf("%s (%s: %s)", r.Name, r.Code, r.Message))
+	}
+	if drop {
+		c.mu.Lock()
+		for _, r := range rejected {
+			delete(c.tools, r.Name)
+		}
+		c.mu.Unlock()
+	}
+	return errors.New("the gateway rejected tools: " + strings.Join(msgs, "; "))
+}
