@@ -21,6 +21,7 @@ export class SSEParser {
   #event = "";
   #id = null;
   #firstChunk = true;
+  #skipLF = false;
 
   /**
    * @param {string} text the next piece of the stream
@@ -31,15 +32,17 @@ export class SSEParser {
       this.#firstChunk = false;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
+    // A "\r" that ended the previous piece may have been the first half of "\r\n".
+    if (this.#skipLF && text.startsWith("\n")) text = text.slice(1);
+    this.#skipLF = false;
     this.#buffer += text;
     const out = [];
     for (;;) {
       const match = /\r\n|\r|\n/.exec(this.#buffer);
       if (!match) break;
-      // A lone "\r" at the very end may be the first half of "\r\n".
-      if (match[0] === "\r" && match.index === this.#buffer.length - 1) break;
       const line = this.#buffer.slice(0, match.index);
       this.#buffer = this.#buffer.slice(match.index + match[0].length);
+      if (match[0] === "\r" && this.#buffer === "") this.#skipLF = true;
       const ev = this.#line(line);
       if (ev) out.push(ev);
     }

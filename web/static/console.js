@@ -1,0 +1,236 @@
+// The operator console: with the agent key (from the link `toolgate serve`
+// prints, `#agent_key=...`, kept in sessionStorage) it lists every tool of
+// every session, calls one with arguments checked against its schema, and
+// hosts the history, approvals and chat panels (console-calls.js, chat.js).
+
+import { requestJSON } from "./toolgate-http.js";
+import { validate, skeleton } from "./schema.js";
+import { $, el, formatJSON, shortId, showError, timeOf } from "./dom.js";
+import { startCallPanels } from "./console-calls.js";
+import { startChat } from "./chat.js";
+
+const KEY_STORAGE = "toolgate:agent_key";
+const REFRESH_MS = 4000;
+
+/** Reads the agent key from the URL fragment (then removes it from the address bar) or from storage. */
+function takeAgentKey() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const fromUrl = fragment.get("agent_key");
+  if (fromUrl) {
+    sessionStorage.setItem(KEY_STORAGE, fromUrl);
+    fragment.delete("agent_key");
+    const rest = fragment.toString();
+    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
+  }
+  return sessionStorage.getItem(KEY_STORAGE);
+}
+
+/**
+ * Starts the console next to the page's own client. `client` is the page's
+ * ToolgateClient: its session is the default target of the chat.
+ */
+export function startConsole({ client }) {
+  const keyForm = $("#key-form");
+  const body = $("#console-body");
+  let key = takeAgentKey();
+  let timer = null;
+  let panels = null;
+
+  /** Calls the caller API with the agent key. */
+  const api = (path, opts = {}) => requestJSON(fetch, `${location.origin}${path}`, { ...opts, token: key });
+
+  const state = { tools: [], sessions: new Map() };
+
+  function signedOut(message) {
+    clearInterval(timer);
+    timer = null;
+    key = null;
+    sessionStorage.removeItem(KEY_STORAGE);
+    body.hidden = true;
+    keyForm.hidden = false;
+    showError($('[data-role="error"]', keyForm), message);
+  }
+
+  async function refresh() {
+    if (document.hidden || !key) return;
+    try {
+      const [tools, sessions] = await Promise.all([api("/api/tools"), api("/v1/sessions").catch(() => null)]);
+      state.tools = Array.isArray(tools?.tools) ? tools.tools : [];
+      state.sessions = new Map((sessions?.sessions ?? []).map((s) => [s.session_id ?? s.id, s]));
+      renderTools(state, client);
+      fillToolSelect(state);
+      showError($('[data-role="tools-error"]'), "");
+      await panels?.refresh(state);
+      $('[data-testid="console-refresh"]').textContent = `updated ${timeOf(new Date())}`;
+    } catch (err) {
+      if (err.code === "UNAUTHENTICATED" || err.code === "PERMISSION_DENIED") {
+        signedOut(`The agent key was refused: ${err.message}`);
+        return;
+      }
+      showError($('[data-role="tools-error"]'), `Cannot load the tools: ${err.message}`);
+    }
+  }
+
+  function signedIn() {
+    keyForm.hidden = true;
+    body.hidden = false;
+    panels ??= startCallPanels({ api, state });
+    refresh();
+    clearInterval(timer);
+    timer = setInterval(refresh, REFRESH_MS);
+  }
+
+  keyForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = keyForm.elements.key.value.trim();
+    if (!value) return;
+    key = value;
+    sessionStorage.setItem(KEY_STORAGE, key);
+    keyForm.reset();
+    signedIn();
+  });
+  $("#sign-out").addEventListener("click", () => signedOut(""));
+  document.addEventListener("visibilitychange", () => key && !document.hidden && refresh());
+
+  setupCallForm(api, state);
+  startChat({ getKey: () => key, client });
+  // Calls to this page change the history; refresh soon after each answer.
+  client.on("call", ({ phase }) => {
+    if (phase === "acknowledged" || phase === "received") setTimeout(refresh, 200);
+  });
+
+  if (key) signedIn();
+  else keyForm.hidden = false;
+}
+
+/** The tool's key in the select: session id (empty for built-ins) and name. */
+function toolKey(tool) {
+  return `${tool.source?.session_id ?? ""}/${tool.name}`;
+}
+
+function sourceLabel(tool, sessions) {
+  if (tool.source?.kind !== "remote") return "built-in";
+  const session = sessions.get(tool.source.session_id);
+  const name = session?.client?.name;
+  return `${name ? `${name} · ` : ""}session ${shortId(tool.source.session_id)}`;
+}
+
+function renderTools(state, client) {
+  const tbody = $('[data-testid="tools-table"] tbody');
+  const rows = [...state.tools].sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
+  tbody.replaceChildren(
+    ...rows.map((tool) => {
+      const mine = tool.source?.session_id && tool.source.session_id === client.sessionId;
+      return el("tr", { dataset: { tool: tool.name, sessionId: tool.source?.session_id ?? "" } }, [
+        el("td", {}, [el("code", {}, tool.name), el("div", { class: "muted small clamp" }, tool.description ?? "")]),
+        el("td", { class: "small" }, [sourceLabel(tool, state.sessions), mine ? el("span", { class: "chip" }, "this page") : null]),
+        el("td", {}, el("span", { class: "chip", dataset: { status: tool.online ? "completed" : "cancelled" } }, tool.online ? "online" : "offline")),
+        el("td", {}, el("button", { type: "button", class: "secondary small-button", onclick: () => chooseTool(state, toolKey(tool)) }, "Call")),
+      ]);
+    }),
+  );
+  const online = rows.filter((t) => t.online).length;
+  $('[data-role="tools-summary"]').textContent = `${rows.length} tools, ${online} online`;
+}
+
+function fillToolSelect(state) {
+  const select = $("#call-form select[name=tool]");
+  const current = select.value;
+  const options = state.tools.map((tool) =>
+    el("option", { value: toolKey(tool) }, `${tool.name} — ${sourceLabel(tool, state.sessions)}${tool.online ? "" : " (offline)"}`),
+  );
+  select.replaceChildren(el("option", { value: "" }, "choose a tool…"), ...options);
+  select.value = state.tools.some((t) => toolKey(t) === current) ? current : "";
+}
+
+function chooseTool(state, keyOfTool) {
+  const form = $("#call-form");
+  form.elements.tool.value = keyOfTool;
+  form.elements.tool.dispatchEvent(new Event("change"));
+  form.scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+function findTool(state, keyOfTool) {
+  return state.tools.find((t) => toolKey(t) === keyOfTool);
+}
+
+/** Parses the arguments box and checks them against the tool's schema; returns {args} or {problems}. */
+export function checkArguments(tool, text) {
+  let args;
+  try {
+    args = JSON.parse(text || "{}");
+  } catch (err) {
+    return { problems: [{ path: "(arguments)", message: `not valid JSON: ${err.message}` }] };
+  }
+  const problems = validate(tool?.parameters ?? { type: "object" }, args);
+  return problems.length ? { problems } : { args };
+}
+
+function setupCallForm(api, state) {
+  const form = $("#call-form");
+  const problemsList = $('[data-role="problems"]', form);
+  const result = $('[data-role="result"]', form);
+  const showProblems = (problems) =>
+    problemsList.replaceChildren(...problems.map((p) => el("li", {}, [el("code", {}, p.path), ` ${p.message}`])));
+
+  form.elements.tool.addEventListener("change", () => {
+    const tool = findTool(state, form.elements.tool.value);
+    $('[data-role="tool-description"]', form).textContent = tool?.description ?? "";
+    form.elements.args.value = JSON.stringify(skeleton(tool?.parameters), null, 2);
+    showProblems([]);
+  });
+  form.elements.args.addEventListener("input", () => {
+    const tool = findTool(state, form.elements.tool.value);
+    if (tool) showProblems(checkArguments(tool, form.elements.args.value).problems ?? []);
+  });
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const tool = findTool(state, form.elements.tool.value);
+    if (!tool) return showProblems([{ path: "tool", message: "choose a tool first" }]);
+    const { args, problems } = checkArguments(tool, form.elements.args.value);
+    showProblems(problems ?? []);
+    if (problems) return;
+    const request = { tool: tool.name, args, wait: false };
+    if (tool.source?.session_id) request.session_id = tool.source.session_id;
+    const timeout = Number(form.elements.timeout.value);
+    if (timeout > 0) request.timeout_ms = timeout;
+    const button = $("button[type=submit]", form);
+    button.disabled = true;
+    result.hidden = false;
+    result.replaceChildren(el("span", { class: "chip", dataset: { status: "pending" } }, "sending…"));
+    try {
+      let record = await api("/v1/calls", { method: "POST", body: request });
+      while (record && !isFinal(record.status)) {
+        renderRecord(result, record);
+        record = await api(`/v1/calls/${encodeURIComponent(record.id)}?wait_ms=20000`);
+      }
+      renderRecord(result, record);
+    } catch (err) {
+      result.replaceChildren(el("p", { class: "error" }, `${err.code}: ${err.message}`));
+      if (err.details) result.append(el("pre", {}, formatJSON(err.details)));
+    } finally {
+      button.disabled = false;
+    }
+  });
+}
+
+const FINAL = new Set(["completed", "failed", "timed_out", "cancelled", "denied"]);
+
+/** Whether a call status is final. */
+export function isFinal(status) {
+  return FINAL.has(status);
+}
+
+/** Shows a call record: status, duration, output or error. */
+export function renderRecord(node, record) {
+  const parts = [
+    el("div", { class: "row" }, [
+      el("span", { class: "chip", dataset: { status: record.status } }, record.status),
+      el("code", { class: "muted small" }, record.id),
+    ]),
+  ];
+  if (record.output !== undefined && record.output !== null) parts.push(el("pre", {}, formatJSON(record.output)));
+  if (record.error) parts.push(el("pre", { class: "failed" }, `${record.error.code}: ${record.error.message}`));
+  node.replaceChildren(...parts);
+}
