@@ -1,0 +1,116 @@
+package toolgate
+
+import "encoding/json"
+
+// CreateSessionRequest is the body of POST /v1/sessions.
+type CreateSessionRequest struct {
+	Client   ClientInfo      `json:"client"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// SessionCreated is the reply to POST /v1/sessions. The token is shown
+// only here; the gateway keeps its hash.
+type SessionCreated struct {
+	SessionID        string `json:"session_id"`
+	Token            string `json:"token"`
+	HeartbeatMS      int64  `json:"heartbeat_ms"`
+	PollWaitMS       int64  `json:"poll_wait_ms"`
+	DefaultTimeoutMS int64  `json:"default_timeout_ms"`
+}
+
+// SessionView is a session with its tools and presence, as
+// GET /v1/sessions/{sid} returns it.
+type SessionView struct {
+	Session
+	Online bool       `json:"online"`
+	Tools  []ToolInfo `json:"tools"`
+}
+
+// RegisterToolsRequest is the body of POST /v1/sessions/{sid}/tools.
+type RegisterToolsRequest struct {
+	Type    string     `json:"type"`
+	Replace bool       `json:"replace"`
+	Tools   []ToolSpec `json:"tools"`
+}
+
+// ToolRejection says why one tool of a registration was refused.
+type ToolRejection struct {
+	Name    string `json:"name"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ToolsRegistered is the reply to a registration.
+type ToolsRegistered struct {
+	Type       string          `json:"type"`
+	Count      int             `json:"count"`
+	Registered int             `json:"registered"`
+	Rejected   []ToolRejection `json:"rejected"`
+}
+
+// Answer is a client's answer to a call: a tool_result or a tool_error.
+type Answer struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Success *bool           `json:"success,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// Answer types.
+const (
+	AnswerResult  = "tool_result"
+	AnswerError   = "tool_error"
+	AnswerBatch   = "tool_results"
+	AnswerAckType = "result_acknowledged"
+	BatchAckType  = "results_acknowledged"
+)
+
+// AnswerAck is the gateway's word on one answer.
+type AnswerAck struct {
+	Type      string     `json:"type,omitempty"`
+	ID        string     `json:"id"`
+	Status    CallStatus `json:"status,omitempty"`
+	Duplicate bool       `json:"duplicate,omitempty"`
+	Error     *Error     `json:"error,omitempty"`
+}
+
+// ProgressReport is the body of POST /v1/sessions/{sid}/progress.
+type ProgressReport struct {
+	Type     string          `json:"type"`
+	ID       string          `json:"id"`
+	Progress json.RawMessage `json:"progress"`
+}
+
+// ProgressAck is the reply to a progress report.
+type ProgressAck struct {
+	Type     string `json:"type"`
+	ID       string `json:"id"`
+	Deadline Time   `json:"deadline"`
+}
+
+// CallRequest is the body of POST /v1/calls.
+type CallRequest struct {
+	SessionID string          `json:"session_id"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`
+	TimeoutMS int64           `json:"timeout_ms"`
+	Wait      *bool           `json:"wait"`
+}
+
+// CallQuery filters GET /v1/calls.
+type CallQuery struct {
+	SessionID string
+	Tool      string
+	Status    CallStatus
+	Before    string
+	Limit     int
+}
+
+// CallList is the reply to GET /v1/calls.
+type CallList struct {
+	Calls      []*Call `json:"calls"`
+	NextBefore *string `json:"next_before"`
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/server"
+)
+
+func init() {
+	commands["serve"] = command{summary: "run the gateway", run: runServe}
+}
+
+// envFlags registers flags whose defaults come from environment variables,
+// remembering the first bad value so it can be reported after parsing.
+type envFlags struct {
+	fs  *flag.FlagSet
+	err error
+}
+
+func (f *envFlags) str(p *string, name, env, def, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	f.fs.StringVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (f *envFlags) duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil && f.err == nil {
+			f.err = fmt.Errorf("%s=%q: %v", env, v, err)
+		}
+		if err == nil {
+			def = d
+		}
+	}
+	f.fs.DurationVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (f *envFlags) integer(p *int64, name, env string, def int64, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil && f.err == nil {
+			f.err = fmt.Errorf("%s=%q: not a whole number", env, v)
+		}
+		if err == nil {
+			def = n
+		}
+	}
+	f.fs.Int64Var(p, name, def, usage+" (env "+env+")")
+}
+
+// serveFlags parses the serve command's flags into a server.Config.
+func serveFlags(args []string) (server.Config, slog.Level, error) {
+	cfg := server.DefaultConfig()
+	f := &envFlags{fs: flag.NewFlagSet("toolgate serve", flag.ContinueOnError)}
+	var origins, logLevel string
+	var maxBody, maxTools int64
+	f.str(&cfg.Addr, "addr", "TOOLGATE_ADDR", cfg.Addr, "listen address")
+	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite database file")
+	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret; generated at first start and stored when unset")
+	f.str(&cfg.ClientKey, "client-key", "TOOLGATE_CLIENT_KEY", "", "when set, required to create sessions")
+	f.str(&origins, "allowed-origins", "TOOLGATE_ALLOWED_ORIGINS", "", "comma-separated origins allowed by CORS, e.g. https://app.example.com; * for any")
+	f.str(&cfg.ToolNamePattern, "tool-name-pattern", "TOOLGATE_TOOL_NAME_PATTERN", "", "regular expression every registered tool name must also match")
+	f.str(&logLevel, "log-level", "TOOLGATE_LOG_LEVEL", "info", "debug, info, warn or error (debug logs every call state change)")
+	f.duration(&cfg.Heartbeat, "heartbeat", "TOOLGATE_HEARTBEAT", cfg.Heartbeat, "ping interval on event streams")
+	f.duration(&cfg.PollWait, "poll-wait", "TOOLGATE_POLL_WAIT", cfg.PollWait, "how long a long-poll is held by default")
+	f.duration(&cfg.MaxPollWait, "max-poll-wait", "TOOLGATE_MAX_POLL_WAIT", cfg.MaxPollWait, "cap on a poll's wait_ms")
+	f.duration(&cfg.DefaultTimeout, "default-timeout", "TOOLGATE_DEFAULT_TIMEOUT", cfg.DefaultTimeout, "call timeout when neither tool nor call sets one")
+	f.duration(&cfg.MinTimeout, "min-timeout", "TOOLGATE_MIN_TIMEOUT", cfg.MinTimeout, "smallest timeout a tool or call may ask for")
+	f.duration(&cfg.MaxTimeout, "max-timeout", "TOOLGATE_MAX_TIMEOUT", cfg.MaxTimeout, "largest call timeout, and the longest a call may live with progress reports")
+	f.duration(&cfg.SessionGrace, "session-grace", "TOOLGATE_SESSION_GRACE", cfg.SessionGrace, "how long an offline session's tools stay callable")
+	f.duration(&cfg.SessionTTL, "session-ttl", "TOOLGATE_SESSION_TTL", cfg.SessionTTL, "how long an unseen session lives before it expires")
+	f.duration(&cfg.SweepInterval, "sweep-interval", "TOOLGATE_SWEEP_INTERVAL", cfg.SweepInterval, "how often session expiry and event pruning run")
+	f.duration(&cfg.EventRetention, "event-retention", "TOOLGATE_EVENT_RETENTION", cfg.EventRetention, "how long stream events are kept for replay")
+	f.duration(&cfg.ShutdownTimeout, "shutdown-timeout", "TOOLGATE_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout, "how long SIGTERM waits for requests in flight")
+	f.integer(&maxBody, "max-body", "TOOLGATE_MAX_BODY", cfg.MaxBodyBytes, "request body limit in bytes")
+	f.integer(&maxTools, "max-tools", "TOOLGATE_MAX_TOOLS", int64(cfg.MaxToolsPerSess), "tools one session may hold")
+	if err := f.fs.Parse(args); err != nil {
+		return cfg, 0, err
+	}
+	if f.err != nil {
+		return cfg, 0, f.err
+	}
+	if f.fs.NArg() > 0 {
+		return cfg, 0, fmt.Errorf("unexpected arguments: %v", f.fs.Args())
+	}
+	cfg.MaxBodyBytes = maxBody
+	cfg.MaxToolsPerSess = int(maxTools)
+	for _, o := range strings.Split(origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return cfg, 0, fmt.Errorf("--log-level: %v", err)
+	}
+	return cfg, level, cfg.Validate()
+}
+
+func runServe(ctx context.Context, args []string) error {
+	cfg, level, err := serveFlags(args)
+	if err == flag.ErrHelp {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	srv, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	url := srv.URL()
+	key := srv.Engine.AgentKey()
+	fmt.Printf("toolgate serving on %s\nagent key: %s\nconsole: %s/#agent_key=%s\n", url, key, url, key)
+	return srv.Serve(ctx)
+}

@@ -1,0 +1,102 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgate/toolgate"
+)
+
+// maxAnswersPerRequest bounds a tool_results batch.
+const maxAnswersPerRequest = 1000
+
+// handleResults serves POST /v1/sessions/{sid}/results: one answer
+// (tool_result or tool_error) or several (tool_results). The reply comes
+// only after the answers are durably stored.
+func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
+	sid := chi.URLParam(r, "sid")
+	var envelope struct {
+		Type    string            `json:"type"`
+		Results []json.RawMessage `json:"results"`
+	}
+	body, err := readBody(r, false)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if err := decodeBytes(body, &envelope, false); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if envelope.Type != toolgate.AnswerBatch {
+		var answer toolgate.Answer
+		if err := decodeBytes(body, &answer, false); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		acks, err := a.eng.SubmitAnswers(r.Context(), sid, []toolgate.Answer{answer})
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		ack := acks[0]
+		if ack.Error != nil {
+			WriteError(w, r, ack.Error)
+			return
+		}
+		ack.Type = toolgate.AnswerAckType
+		WriteJSON(w, http.StatusOK, ack)
+		return
+	}
+	if envelope.Results == nil {
+		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "tool_results needs a results array"))
+		return
+	}
+	if len(envelope.Results) > maxAnswersPerRequest {
+		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "at most %d answers per request", maxAnswersPerRequest))
+		return
+	}
+	answers := make([]toolgate.Answer, len(envelope.Results))
+	bad := make([]*toolgate.Error, len(envelope.Results))
+	var valid []toolgate.Answer
+	for i, raw := range envelope.Results {
+		if err := decodeBytes(raw, &answers[i], false); err != nil {
+			bad[i] = err.(*toolgate.Error)
+			continue
+		}
+		valid = append(valid, answers[i])
+	}
+	acks, err := a.eng.SubmitAnswers(r.Context(), sid, valid)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	out := make([]toolgate.AnswerAck, len(answers))
+	next := 0
+	for i := range answers {
+		if bad[i] != nil {
+			out[i] = toolgate.AnswerAck{ID: answers[i].ID, Error: bad[i]}
+			continue
+		}
+		out[i] = acks[next]
+		next++
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"type": toolgate.BatchAckType, "results": out})
+}
+
+// handleProgress serves POST /v1/sessions/{sid}/progress.
+func (a *API) handleProgress(w http.ResponseWriter, r *http.Request) {
+	var p toolgate.ProgressReport
+	if err := DecodeJSON(r, &p, false, false); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	ack, err := a.eng.ReportProgress(r.Context(), chi.URLParam(r, "sid"), p)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, ack)
+}

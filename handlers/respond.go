@@ -1,0 +1,152 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate"
+)
+
+// statusOf maps each error code to its HTTP status; the one table of it.
+var statusOf = map[string]int{
+	toolgate.EBadRequest:       http.StatusBadRequest,
+	toolgate.EUnauthenticated:  http.StatusUnauthorized,
+	toolgate.EPermissionDenied: http.StatusForbidden,
+	toolgate.ENotFound:         http.StatusNotFound,
+	toolgate.EToolNotFound:     http.StatusNotFound,
+	toolgate.EConflict:         http.StatusConflict,
+	toolgate.ECallClosed:       http.StatusConflict,
+	toolgate.EPayloadTooLarge:  http.StatusRequestEntityTooLarge,
+	toolgate.EInvalidArgs:      http.StatusUnprocessableEntity,
+	toolgate.ERateLimited:      http.StatusTooManyRequests,
+	toolgate.ESessionOffline:   http.StatusServiceUnavailable,
+	toolgate.ETimeout:          http.StatusGatewayTimeout,
+	toolgate.EInternal:         http.StatusInternalServerError,
+}
+
+// StatusOf returns the HTTP status for an error code (500 when unknown).
+func StatusOf(code string) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// WriteJSON writes v as a JSON reply with the status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		slog.Debug("write reply", "err", err)
+	}
+}
+
+// WriteError writes err as the protocol's error body. Errors that are not
+// *toolgate.Error are internal: logged here, shown as "Internal error.".
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	code := toolgate.ErrorCode(err)
+	if code == toolgate.EInternal {
+		var te *toolgate.Error
+		if !errors.As(err, &te) {
+			slog.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	}
+	body := map[string]any{"code": code, "message": toolgate.ErrorMessage(err)}
+	var te *toolgate.Error
+	if errors.As(err, &te) {
+		if len(te.Details) > 0 {
+			body["details"] = te.Details
+		}
+		if te.RetryAfterSeconds > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds))
+		}
+	}
+	WriteJSON(w, StatusOf(code), map[string]any{"error": body})
+}
+
+// DecodeJSON reads the request body into v. With strict, unknown fields are
+// refused. An empty body is refused unless allowEmpty. Errors are
+// *toolgate.Error with BAD_REQUEST, or PAYLOAD_TOO_LARGE past the limit.
+func DecodeJSON(r *http.Request, v any, strict, allowEmpty bool) error {
+	body, err := readBody(r, allowEmpty)
+	if err != nil || len(body) == 0 {
+		return err
+	}
+	return decodeBytes(body, v, strict)
+}
+
+// readBody reads the whole (size-limited) body; an empty or blank one is
+// refused unless allowEmpty, and then returned as nil.
+func readBody(r *http.Request, allowEmpty bool) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, toolgate.Errorf(toolgate.EPayloadTooLarge, "the request body is larger than the limit of %d bytes", tooLarge.Limit)
+		}
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "could not read the request body: %v", err)
+	}
+	if strings.TrimSpace(string(body)) == "" {
+		if allowEmpty {
+			return nil, nil
+		}
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "a JSON body is required")
+	}
+	return body, nil
+}
+
+// decodeBytes decodes one JSON value, explaining what is wrong with it.
+func decodeBytes(body []byte, v any, strict bool) error {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return toolgate.Errorf(toolgate.EBadRequest, "%s", describeJSONError(err))
+	}
+	if dec.More() {
+		return toolgate.Errorf(toolgate.EBadRequest, "the body must hold one JSON value")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("the body is not valid JSON (at byte %d): %v", syntax.Offset, err)
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		}
+		return fmt.Sprintf("the body must be a JSON %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body is not valid JSON: it ends too early"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "the body is not valid JSON: " + err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "ptr":
+		return "a value of another type"
+	}
+	return "a number"
+}

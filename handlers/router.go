@@ -1,0 +1,191 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-chi/cors"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/web"
+)
+
+// Router is the chi router the API is built on, for Options.Mount.
+type Router = chi.Router
+
+// API holds the handlers' dependencies.
+type API struct {
+	opts Options
+	eng  Engine
+}
+
+// New returns the gateway's HTTP handler.
+func New(opts Options) http.Handler {
+	if opts.StreamRetry == 0 {
+		opts.StreamRetry = 2 * time.Second
+	}
+	if opts.MaxCallWait == 0 {
+		opts.MaxCallWait = 15 * time.Minute
+	}
+	a := &API{opts: opts, eng: opts.Engine}
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	if len(opts.AllowedOrigins) > 0 {
+		r.Use(cors.Handler(cors.Options{
+			AllowedOrigins:   opts.AllowedOrigins,
+			AllowedMethods:   []string{"GET", "POST", "DELETE", "OPTIONS"},
+			AllowedHeaders:   []string{"Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key", "Accept"},
+			ExposedHeaders:   []string{"Retry-After"},
+			AllowCredentials: false,
+			MaxAge:           600,
+		}))
+	}
+	r.Use(a.limitBody)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+
+	r.Get("/healthz", a.handleHealth)
+	if opts.Metrics != nil {
+		r.Method("GET", "/metrics", opts.Metrics)
+	}
+
+	// Client API.
+	r.Post("/v1/sessions", a.handleSessionCreate)
+	r.Route("/v1/sessions/{sid}", func(r chi.Router) {
+		r.Group(func(r chi.Router) {
+			r.Use(a.requireSessionOrAgent)
+			r.Get("/", a.handleSessionGet)
+			r.Post("/close", a.handleSessionClose)
+			r.Delete("/", a.handleSessionClose)
+		})
+		r.Group(func(r chi.Router) {
+			r.Use(a.requireSession)
+			r.Post("/tools", a.handleToolsRegister)
+			r.Delete("/tools/{name}", a.handleToolDelete)
+			r.Get("/events", a.handleEvents)
+			r.Get("/poll", a.handlePoll)
+			r.Post("/results", a.handleResults)
+			r.Post("/progress", a.handleProgress)
+		})
+	})
+
+	// Caller API.
+	r.Group(func(r chi.Router) {
+		r.Use(a.RequireAgent)
+		r.Get("/api/tools", a.handleToolsList)
+		r.Get("/v1/sessions", a.handleSessionList)
+		r.Post("/v1/calls", a.handleCallCreate)
+		r.Get("/v1/calls", a.handleCallList)
+		r.Get("/v1/calls/{id}", a.handleCallGet)
+		r.Post("/v1/calls/{id}/cancel", a.handleCallCancel)
+	})
+	if opts.Mount != nil {
+		opts.Mount(r, a)
+	}
+
+	r.Get("/*", a.handleAsset(web.Assets()))
+	return r
+}
+
+// limitBody caps every request body at MaxBodyBytes; a declared length
+// over it is refused before anything is read.
+func (a *API) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.opts.MaxBodyBytes > 0 {
+			if r.ContentLength > a.opts.MaxBodyBytes {
+				WriteError(w, r, toolgate.Errorf(toolgate.EPayloadTooLarge, "the request body is larger than the limit of %d bytes", a.opts.MaxBodyBytes))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := a.eng.Healthy(r.Context()); err != nil {
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Bearer returns the secret of an "Authorization: Bearer" header; with
+// allowQuery, an access_token query parameter is accepted too (a browser
+// EventSource cannot set headers).
+func Bearer(r *http.Request, allowQuery bool) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			return strings.TrimSpace(h[7:])
+		}
+		return ""
+	}
+	if allowQuery {
+		return r.URL.Query().Get("access_token")
+	}
+	return ""
+}
+
+// isStreaming reports whether the route accepts ?access_token=.
+func isStreaming(r *http.Request) bool {
+	p := r.URL.Path
+	return strings.HasSuffix(p, "/events") || strings.HasSuffix(p, "/poll")
+}
+
+// RequireAgent lets through only requests bearing the agent key.
+func (a *API) RequireAgent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret := Bearer(r, false)
+		if secret == "" {
+			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "the agent key is required (Authorization: Bearer <agent key>)"))
+			return
+		}
+		if !a.eng.IsAgentKey(secret) {
+			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireSession lets through only requests bearing the token of the
+// session named in the path.
+func (a *API) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sid := chi.URLParam(r, "sid")
+		if err := a.eng.AuthorizeSession(r.Context(), sid, Bearer(r, isStreaming(r))); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireSessionOrAgent accepts the session's token or the agent key.
+func (a *API) requireSessionOrAgent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret := Bearer(r, false)
+		if a.eng.IsAgentKey(secret) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		a.requireSession(next).ServeHTTP(w, r)
+	})
+}
+
+// RequireSessionOrAgent is requireSessionOrAgent for routes added by Mount.
+func (a *API) RequireSessionOrAgent(next http.Handler) http.Handler {
+	return a.requireSessionOrAgent(next)
+}
+
+// detached returns a context that outlives the request, for reading what a
+// request has just changed after its client went away.
+func detached(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

@@ -1,0 +1,128 @@
+package handlers
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgate/toolgate"
+)
+
+// handleEvents serves GET /v1/sessions/{sid}/events, the session's
+// Server-Sent Events stream.
+//
+// The stream is written here over the SQLite event log rather than with
+// an SSE server library: the libraries at hand keep their event log in
+// memory (lost on restart, never trimmed, ids restarting at zero) and fan
+// out with blocking sends, so one slow client stalls the others. Here each
+// stream reads the durable log from its own cursor when woken, so a slow
+// client only slows itself and a reconnect resumes exactly.
+func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sid := chi.URLParam(r, "sid")
+	var cursor int64
+	resume := r.Header.Get("Last-Event-ID")
+	if resume == "" {
+		resume = r.URL.Query().Get("last_event_id")
+	}
+	if resume != "" {
+		n, err := strconv.ParseInt(resume, 10, 64)
+		if err != nil {
+			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "Last-Event-ID must be an event id from this session's stream, not %q", resume))
+			return
+		}
+		if err := a.eng.CheckCursor(ctx, sid, n); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		cursor = n
+	}
+	rc := http.NewResponseController(w)
+	// Streams live long; the server's write timeout must not cut them.
+	_ = rc.SetWriteDeadline(time.Time{})
+
+	l, err := a.eng.Listen(sid, true)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	defer l.Close()
+	var events []toolgate.Event
+	if resume != "" {
+		events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
+	} else {
+		events, cursor, err = a.eng.OpenEvents(ctx, sid)
+	}
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 4096)
+	heartbeat := a.opts.Heartbeat
+	bw.WriteString("retry: " + strconv.FormatInt(a.opts.StreamRetry.Milliseconds(), 10) + "\n\n")
+	bw.WriteString("event: ready\ndata: {\"type\":\"ready\",\"session_id\":\"" + sid + "\",\"heartbeat_ms\":" +
+		strconv.FormatInt(heartbeat.Milliseconds(), 10) + "}\n\n")
+
+	send := func(events []toolgate.Event) bool {
+		for _, ev := range events {
+			writeSSE(bw, ev)
+		}
+		if err := bw.Flush(); err != nil {
+			return false
+		}
+		if err := rc.Flush(); err != nil {
+			return false
+		}
+		a.eng.Delivered(sid, events)
+		return true
+	}
+	if !send(events) {
+		return
+	}
+	ping := time.NewTicker(heartbeat)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.Done():
+			// The session closed: send what is left (its call_cancelled events) and end.
+			if events, _, err = a.eng.EventsAfter(ctx, sid, cursor); err == nil {
+				send(events)
+			}
+			return
+		case <-l.Wake():
+			events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
+			if err != nil || !send(events) {
+				return
+			}
+		case now := <-ping.C:
+			bw.WriteString("event: ping\ndata: {\"type\":\"ping\",\"time\":\"" + now.UTC().Format(toolgate.TimeLayout) + "\"}\n\n")
+			if !send(nil) {
+				return
+			}
+		}
+	}
+}
+
+// writeSSE writes one event in the text/event-stream format. Data is
+// stored compact, so it is one line.
+func writeSSE(bw *bufio.Writer, ev toolgate.Event) {
+	bw.WriteString("id: ")
+	bw.WriteString(strconv.FormatInt(ev.Seq, 10))
+	bw.WriteString("\nevent: ")
+	bw.WriteString(ev.Type)
+	bw.WriteString("\ndata: ")
+	bw.Write(ev.Data)
+	bw.WriteString("\n\n")
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// errorCodePattern is the shape of a tool error code a client may report.
+var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+// checkAnswer validates an answer's shape and returns the outcome it asks
+// for, or the reason it is refused.
+func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
+	if a.ID == "" {
+		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "id is required")
+	}
+	success := a.Type == toolgate.AnswerResult
+	switch {
+	case a.Type == toolgate.AnswerResult || a.Type == toolgate.AnswerError:
+		if a.Success != nil && *a.Success != success {
+			return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "success contradicts type %s", a.Type)
+		}
+	case a.Type == "" && a.Success != nil:
+		success = *a.Success
+	default:
+		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, `type must be "tool_result" or "tool_error"`)
+	}
+	if success {
+		output := a.Output
+		if len(output) == 0 {
+			output = json.RawMessage("null")
+		}
+		return store.Outcome{Status: toolgate.StatusCompleted, Output: []byte(compactJSON(output))}, nil
+	}
+	code := a.Code
+	if code == "" {
+		code = toolgate.EInternal
+	}
+	if !errorCodePattern.MatchString(code) {
+		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "code must be an upper-case error code such as AUTH_REQUIRED")
+	}
+	message := a.Error
+	if message == "" {
+		message = "the tool reported an error"
+	}
+	o := store.Outcome{Status: toolgate.StatusFailed, ErrorCode: code, ErrorMessage: message}
+	if len(a.Details) > 0 && string(a.Details) != "null" {
+		var obj map[string]any
+		if err := json.Unmarshal(a.Details, &obj); err != nil {
+			return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "details must be a JSON object")
+		}
+		o.ErrorDetails = []byte(compactJSON(a.Details))
+	}
+	return o, nil
+}
+
+// SubmitAnswers stores a session's answers to its calls, all in one
+// transaction, and returns one acknowledgement per answer, in order. The
+// first answer to a call wins; a later one is acknowledged as a duplicate
+// and changes nothing. An answer for a call that was timed out, cancelled
+// or denied gets CALL_CLOSED; for a call this session does not own,
+// NOT_FOUND. Acknowledgements are returned only after the commit.
+func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolgate.Answer) ([]toolgate.AnswerAck, error) {
+	acks := make([]toolgate.AnswerAck, len(answers))
+	outcomes := make([]store.Outcome, len(answers))
+	for i, a := range answers {
+		acks[i].ID = a.ID
+		o, err := checkAnswer(a)
+		if err != nil {
+			acks[i].Error = err
+			continue
+		}
+		outcomes[i] = o
+	}
+	type ended struct {
+		id      string
+		status  toolgate.CallStatus
+		created time.Time
+	}
+	var finished []ended
+	now := e.now()
+	err := e.st.Write(ctx, func(tx *store.Tx) error {
+		finished = finished[:0]
+		for i := range answers {
+			ack := &acks[i]
+			if ack.Error != nil {
+				continue
+			}
+			ack.Status, ack.Duplicate = "", false
+			row, err := tx.GetCall(ack.ID)
+			if err != nil {
+				return err
+			}
+			if row == nil || row.SessionID.String != sid {
+				ack.Error = toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", ack.ID)
+				continue
+			}
+			status := toolgate.CallStatus(row.Status)
+			switch status {
+			case toolgate.StatusCompleted, toolgate.StatusFailed:
+				ack.Status, ack.Duplicate = status, true
+				continue
+			case toolgate.StatusTimedOut, toolgate.StatusCancelled, toolgate.StatusDenied:
+				ack.Error = toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", ack.ID, status)
+				continue
+			case toolgate.StatusAwaitingApproval:
+				ack.Error = toolgate.Errorf(toolgate.EConflict, "call %s is awaiting approval and was not sent to this client", ack.ID)
+				continue
+			}
+			if _, err := tx.FinishCall(ack.ID, outcomes[i], now); err != nil {
+				return err
+			}
+			ack.Status = outcomes[i].Status
+			finished = append(finished, ended{ack.ID, ack.Status, row.CreatedTime()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range finished {
+		e.callEnded(f.id, f.status, f.created)
+	}
+	return acks, nil
+}
+
+// ReportProgress stores a call's latest progress and pushes its deadline
+// out by the call's timeout, never past its creation plus the gateway's
+// maximum call length, and never earlier than it was.
+func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.ProgressReport) (*toolgate.ProgressAck, error) {
+	if p.Type != "" && p.Type != "tool_progress" {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, `type must be "tool_progress"`)
+	}
+	if p.ID == "" {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "id is required")
+	}
+	progress := p.Progress
+	if len(progress) == 0 {
+		progress = json.RawMessage("null")
+	}
+	if len(progress) > 16<<10 {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "progress is limited to 16 KiB")
+	}
+	now := e.now()
+	var deadline time.Time
+	err := e.st.Write(ctx, func(tx *store.Tx) error {
+		row, err := tx.GetCall(p.ID)
+		if err != nil {
+			return err
+		}
+		if row == nil || row.SessionID.String != sid {
+			return toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", p.ID)
+		}
+		if toolgate.CallStatus(row.Status).Final() {
+			return toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status)
+		}
+		deadline = now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
+		if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {
+			deadline = limit
+		}
+		if current := row.DeadlineTime(); deadline.Before(current) {
+			deadline = current
+		}
+		_, err = tx.SetProgress(p.ID, []byte(compactJSON(progress)), deadline)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.deadlines.schedule(p.ID, deadline)
+	e.log.Debug("call progress", "call", p.ID, "deadline", deadline)
+	return &toolgate.ProgressAck{Type: "progress_acknowledged", ID: p.ID, Deadline: toolgate.NewTime(deadline)}, nil
+}

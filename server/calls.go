@@ -1,0 +1,310 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// CallOptions are the optional parts of a call beyond CallRequest.
+type CallOptions struct {
+	IdempotencyKey string // a retried request with the same key gets the same call
+	RunID          string // the agent run the call belongs to
+}
+
+// CreateCall is Dispatch for the caller API: a call with an optional
+// Idempotency-Key.
+func (e *Engine) CreateCall(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error) {
+	call, _, err := e.Dispatch(ctx, req, CallOptions{IdempotencyKey: idempotencyKey})
+	return call, err
+}
+
+// Dispatch checks a call to a remote tool (tool known, arguments valid,
+// session reachable, timeout within bounds), stores it with its
+// tool_call_request event in one transaction, and only then wakes the
+// session's streams and polls. It returns the stored record (pending) and
+// whether it was created now (false when an Idempotency-Key matched).
+func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts CallOptions) (*toolgate.Call, bool, error) {
+	if opts.IdempotencyKey != "" {
+		if len(opts.IdempotencyKey) > 255 {
+			return nil, false, toolgate.Errorf(toolgate.EBadRequest, "Idempotency-Key is limited to 255 characters")
+		}
+		if row, err := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); err != nil || row != nil {
+			if row != nil {
+				return row.Call(), false, nil
+			}
+			return nil, false, err
+		}
+	}
+	if req.Tool == "" {
+		return nil, false, toolgate.Errorf(toolgate.EBadRequest, "tool is required")
+	}
+	if req.SessionID == "" {
+		return nil, false, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", req.Tool)
+	}
+	args := req.Args
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	args = json.RawMessage(compactJSON(args))
+
+	now := e.now()
+	e.mu.Lock()
+	s := e.sessions[req.SessionID]
+	if s == nil {
+		e.mu.Unlock()
+		return nil, false, e.missingSession(ctx, req.SessionID)
+	}
+	tool := s.tools[req.Tool]
+	reachable := s.reachable(now, e.cfg)
+	e.mu.Unlock()
+	if tool == nil {
+		return nil, false, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", req.SessionID, req.Tool)
+	}
+	if err := tool.validateArgs(args); err != nil {
+		return nil, false, err
+	}
+	timeout := e.cfg.DefaultTimeout
+	switch {
+	case req.TimeoutMS != 0:
+		if err := e.checkTimeout(req.TimeoutMS); err != nil {
+			return nil, false, err
+		}
+		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	case tool.spec.TimeoutMS != 0:
+		timeout = time.Duration(tool.spec.TimeoutMS) * time.Millisecond
+	}
+	if !reachable {
+		return nil, false, toolgate.Errorf(toolgate.ESessionOffline,
+			"session %s has been offline longer than its grace period of %s", req.SessionID, e.cfg.SessionGrace)
+	}
+
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, false, err
+	}
+	row := store.NewCallRow(id.String(), req.SessionID, req.Tool, args, toolgate.StatusPending, timeout, now)
+	row.SetIdempotencyKey(opts.IdempotencyKey)
+	row.SetRunID(opts.RunID)
+	event := requestEvent(row.ID, req.Tool, args, row.DeadlineTime(), 1)
+	err = e.st.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.InsertCall(&row); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(req.SessionID, toolgate.EventToolCallRequest, row.ID, event, now)
+		return err
+	})
+	if err != nil {
+		if opts.IdempotencyKey != "" && strings.Contains(err.Error(), "UNIQUE") {
+			// The same key raced another request; that one's call wins.
+			if existing, ferr := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); ferr == nil && existing != nil {
+				return existing.Call(), false, nil
+			}
+		}
+		return nil, false, err
+	}
+	e.deadlines.schedule(row.ID, row.DeadlineTime())
+	e.wakeSession(req.SessionID)
+	e.metrics.callCreated()
+	e.log.Debug("call pending", "call", row.ID, "session", req.SessionID, "tool", req.Tool, "deadline", row.DeadlineTime())
+	return row.Call(), true, nil
+}
+
+// missingSession explains why a session id has no open session.
+func (e *Engine) missingSession(ctx context.Context, sid string) error {
+	row, err := e.st.GetSession(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if row != nil && row.Closed() {
+		return toolgate.Errorf(toolgate.ENotFound, "session %s has %s", sid, closedWord(row.CloseReason))
+	}
+	return toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
+}
+
+// GetCall reads a call record.
+func (e *Engine) GetCall(ctx context.Context, id string) (*toolgate.Call, error) {
+	row, err := e.st.GetCall(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if row == nil {
+		return nil, toolgate.Errorf(toolgate.ENotFound, "no call %s", id)
+	}
+	return row.Call(), nil
+}
+
+// WaitCall returns a call's record once it has ended, or when wait has
+// passed or ctx ends, whichever comes first (then in its current status).
+// A zero wait returns at once; a negative one waits until the call ends.
+func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*toolgate.Call, error) {
+	var timer <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		ended := e.callWaiter(id)
+		c, err := e.GetCall(ctx, id)
+		if err != nil || c.Status.Final() || wait == 0 {
+			e.releaseWaiter(id, ended)
+			return c, err
+		}
+		select {
+		case <-ended:
+			// The call ended (the channel is already forgotten); read it again.
+		case <-timer:
+			e.releaseWaiter(id, ended)
+			return e.GetCall(ctx, id)
+		case <-ctx.Done():
+			e.releaseWaiter(id, ended)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return e.GetCall(context.WithoutCancel(ctx), id)
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// callWaiter returns a channel closed when the call ends. Waiters of the
+// same call share one channel; each must call releaseWaiter unless the
+// channel was closed.
+func (e *Engine) callWaiter(id string) chan struct{} {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	w := e.waiters[id]
+	if w == nil {
+		w = &callWaiters{ch: make(chan struct{})}
+		e.waiters[id] = w
+	}
+	w.count++
+	return w.ch
+}
+
+// releaseWaiter drops one waiter that stopped waiting before the call
+// ended, so that waits on calls that never end here (an unknown id, a
+// caller that gave up) leave nothing behind.
+func (e *Engine) releaseWaiter(id string, ch chan struct{}) {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	if w := e.waiters[id]; w != nil && w.ch == ch {
+		if w.count--; w.count <= 0 {
+			delete(e.waiters, id)
+		}
+	}
+}
+
+// callEnded wakes everyone waiting on a call that reached a final status
+// and records it in the metrics. created is zero when unknown.
+func (e *Engine) callEnded(id string, status toolgate.CallStatus, created time.Time) {
+	e.waitMu.Lock()
+	w := e.waiters[id]
+	delete(e.waiters, id)
+	e.waitMu.Unlock()
+	if w != nil {
+		close(w.ch)
+	}
+	e.metrics.callEnded(status, created, e.now())
+	e.log.Debug("call "+string(status), "call", id)
+}
+
+// ListCalls returns the call history, newest first, a page at a time.
+func (e *Engine) ListCalls(ctx context.Context, q toolgate.CallQuery) (*toolgate.CallList, error) {
+	if q.Status != "" && !q.Status.Valid() {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "unknown status %q", q.Status)
+	}
+	if q.Before != "" {
+		if _, err := uuid.Parse(q.Before); err != nil {
+			return nil, toolgate.Errorf(toolgate.EBadRequest, "before must be a call id from next_before")
+		}
+	}
+	if q.Limit <= 0 {
+		q.Limit = 50
+	}
+	if q.Limit > 500 {
+		q.Limit = 500
+	}
+	rows, err := e.st.ListCalls(ctx, store.CallFilter{
+		SessionID: q.SessionID, Tool: q.Tool, Status: string(q.Status), Before: q.Before, Limit: q.Limit + 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	list := &toolgate.CallList{Calls: make([]*toolgate.Call, 0, len(rows))}
+	for i := range rows {
+		if i == q.Limit {
+			next := rows[i-1].ID
+			list.NextBefore = &next
+			break
+		}
+		list.Calls = append(list.Calls, rows[i].Call())
+	}
+	return list, nil
+}
+
+// CancelCall ends an open call as cancelled and tells its client. A call
+// that has already ended is CALL_CLOSED.
+func (e *Engine) CancelCall(ctx context.Context, id string) (*toolgate.Call, error) {
+	return e.endOpenCall(ctx, id, store.Outcome{
+		Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: "the call was cancelled by the caller",
+	}, toolgate.CancelCancelled)
+}
+
+// endOpenCall moves an open call to a final status set by the gateway side
+// (cancel, deny) and, when its client was sent the call, appends a
+// call_cancelled event with reason.
+func (e *Engine) endOpenCall(ctx context.Context, id string, o store.Outcome, reason string) (*toolgate.Call, error) {
+	now := e.now()
+	var row *store.CallRow
+	err := e.st.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		row, err = tx.GetCall(id)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return toolgate.Errorf(toolgate.ENotFound, "no call %s", id)
+		}
+		if toolgate.CallStatus(row.Status).Final() {
+			return toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, row.Status)
+		}
+		if _, err := tx.FinishCall(id, o, now); err != nil {
+			return err
+		}
+		if row.SessionID.Valid && row.Status != string(toolgate.StatusAwaitingApproval) {
+			_, err = tx.AppendEvent(row.SessionID.String, toolgate.EventCallCancelled, id, cancelledEvent(id, reason), now)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if row.SessionID.Valid {
+		e.wakeSession(row.SessionID.String)
+	}
+	e.callEnded(id, o.Status, time.Time{})
+	return e.GetCall(ctx, id)
+}
+
+// requestEvent encodes a tool_call_request once, at the time it is stored.
+func requestEvent(id, tool string, args json.RawMessage, deadline time.Time, attempt int) []byte {
+	b, _ := json.Marshal(toolgate.ToolCallRequest{
+		Type: toolgate.EventToolCallRequest, ID: id, Name: tool, Args: args,
+		Deadline: toolgate.NewTime(deadline), Attempt: attempt,
+	})
+	return b
+}
+
+// cancelledEvent encodes a call_cancelled event.
+func cancelledEvent(id, reason string) []byte {
+	b, _ := json.Marshal(toolgate.CallCancelled{Type: toolgate.EventCallCancelled, ID: id, Reason: reason})
+	return b
+}

@@ -1,0 +1,126 @@
+// Package server is toolgate's engine and process: it keeps sessions and
+// their tools, dispatches calls to the streams and polls of the client that
+// owns the tool, waits for answers, enforces deadlines, grace and expiry,
+// recovers open work at start-up, and runs the HTTP server around it.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is everything the gateway process can be told. Zero fields take
+// the defaults of DefaultConfig.
+type Config struct {
+	Addr           string   // listen address, e.g. "127.0.0.1:8080"
+	DBPath         string   // SQLite file
+	AgentKey       string   // caller/admin secret; generated and stored when empty
+	ClientKey      string   // when set, required to create sessions
+	AllowedOrigins []string // CORS origins for browser clients on other origins
+
+	Heartbeat       time.Duration // ping interval on streams
+	PollWait        time.Duration // default hold of a long-poll
+	MaxPollWait     time.Duration // cap on a client's wait_ms
+	DefaultTimeout  time.Duration // per-call timeout when neither tool nor call sets one
+	MinTimeout      time.Duration // smallest timeout a tool or call may ask for
+	MaxTimeout      time.Duration // largest timeout, and the longest a call may live with progress
+	SessionGrace    time.Duration // how long an offline session's tools stay callable
+	SessionTTL      time.Duration // how long an unseen session lives
+	MaxToolsPerSess int           // tools one session may hold
+	MaxBodyBytes    int64         // request body limit
+	SweepInterval   time.Duration // how often expiry and pruning run
+	EventRetention  time.Duration // how long stream events are kept for replay
+	ShutdownTimeout time.Duration // how long SIGTERM waits for requests to finish
+
+	// ToolNamePattern, when set, is a regular expression every registered
+	// tool name must also match (the gateway's name policy).
+	ToolNamePattern string
+}
+
+// DefaultConfig returns the embedded defaults.
+func DefaultConfig() Config {
+	return Config{
+		Addr:            "127.0.0.1:8080",
+		DBPath:          "./toolgate.db",
+		Heartbeat:       15 * time.Second,
+		PollWait:        25 * time.Second,
+		MaxPollWait:     60 * time.Second,
+		DefaultTimeout:  30 * time.Second,
+		MinTimeout:      100 * time.Millisecond,
+		MaxTimeout:      15 * time.Minute,
+		SessionGrace:    2 * time.Minute,
+		SessionTTL:      24 * time.Hour,
+		MaxToolsPerSess: 256,
+		MaxBodyBytes:    1 << 20,
+		SweepInterval:   30 * time.Second,
+		EventRetention:  24 * time.Hour,
+		ShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Addr == "" {
+		c.Addr = d.Addr
+	}
+	if c.DBPath == "" {
+		c.DBPath = d.DBPath
+	}
+	setDur := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setDur(&c.Heartbeat, d.Heartbeat)
+	setDur(&c.PollWait, d.PollWait)
+	setDur(&c.MaxPollWait, d.MaxPollWait)
+	setDur(&c.DefaultTimeout, d.DefaultTimeout)
+	setDur(&c.MinTimeout, d.MinTimeout)
+	setDur(&c.MaxTimeout, d.MaxTimeout)
+	setDur(&c.SessionGrace, d.SessionGrace)
+	setDur(&c.SessionTTL, d.SessionTTL)
+	setDur(&c.SweepInterval, d.SweepInterval)
+	setDur(&c.EventRetention, d.EventRetention)
+	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
+	if c.MaxToolsPerSess == 0 {
+		c.MaxToolsPerSess = d.MaxToolsPerSess
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	positive := map[string]time.Duration{
+		"heartbeat": c.Heartbeat, "poll wait": c.PollWait, "max poll wait": c.MaxPollWait,
+		"default timeout": c.DefaultTimeout, "min timeout": c.MinTimeout, "max timeout": c.MaxTimeout,
+		"session grace": c.SessionGrace, "session ttl": c.SessionTTL, "sweep interval": c.SweepInterval,
+	}
+	for name, v := range positive {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, v))
+		}
+	}
+	if c.MinTimeout > c.MaxTimeout {
+		errs = append(errs, fmt.Errorf("min timeout %s is above max timeout %s", c.MinTimeout, c.MaxTimeout))
+	}
+	if c.DefaultTimeout < c.MinTimeout || c.DefaultTimeout > c.MaxTimeout {
+		errs = append(errs, fmt.Errorf("default timeout %s is outside [%s, %s]", c.DefaultTimeout, c.MinTimeout, c.MaxTimeout))
+	}
+	if c.PollWait > c.MaxPollWait {
+		errs = append(errs, fmt.Errorf("poll wait %s is above max poll wait %s", c.PollWait, c.MaxPollWait))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("request size limit %d is below 1024 bytes", c.MaxBodyBytes))
+	}
+	if c.MaxToolsPerSess < 1 {
+		errs = append(errs, errors.New("max tools per session must be at least 1"))
+	}
+	return errors.Join(errs...)
+}

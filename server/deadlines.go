@@ -1,0 +1,153 @@
+package server
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// deadlineQueue holds the deadlines of open calls in one min-heap served by
+// one goroutine and one timer, instead of a timer per call. An entry may be
+// stale (the call ended, or progress moved its deadline): expiry re-checks
+// the stored call, so stale entries cost a lookup and nothing else.
+type deadlineQueue struct {
+	now    func() time.Time
+	expire func(ids []string)
+
+	mu   sync.Mutex
+	h    deadlineHeap
+	kick chan struct{}
+}
+
+type deadlineEntry struct {
+	at time.Time
+	id string
+}
+
+type deadlineHeap []deadlineEntry
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadlineEntry)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func newDeadlineQueue(now func() time.Time, expire func(ids []string)) *deadlineQueue {
+	return &deadlineQueue{now: now, expire: expire, kick: make(chan struct{}, 1)}
+}
+
+// schedule adds a deadline; the loop wakes if it is the new earliest.
+func (q *deadlineQueue) schedule(id string, at time.Time) {
+	q.mu.Lock()
+	heap.Push(&q.h, deadlineEntry{at: at, id: id})
+	first := q.h[0].id == id && q.h[0].at.Equal(at)
+	q.mu.Unlock()
+	if first {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// due pops every entry whose time has come and returns how long until the
+// next one (or a long time when none).
+func (q *deadlineQueue) due() ([]string, time.Duration) {
+	now := q.now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var ids []string
+	for len(q.h) > 0 && !q.h[0].at.After(now) {
+		ids = append(ids, heap.Pop(&q.h).(deadlineEntry).id)
+	}
+	if len(q.h) == 0 {
+		return ids, time.Hour
+	}
+	return ids, q.h[0].at.Sub(now)
+}
+
+// run expires calls as their deadlines pass, until stop closes.
+func (q *deadlineQueue) run(stop <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		ids, wait := q.due()
+		if len(ids) > 0 {
+			q.expire(ids)
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-stop:
+			return
+		case <-q.kick:
+		case <-timer.C:
+		}
+	}
+}
+
+// expireCalls ends as timed_out every listed call that is still open and
+// whose stored deadline has passed, and tells each client with a
+// call_cancelled event (reason timeout). Callers waiting get the record
+// with status timed_out and error code TIMEOUT.
+func (e *Engine) expireCalls(ids []string) {
+	now := e.now()
+	type expired struct {
+		id, session string
+		created     time.Time
+	}
+	var done []expired
+	err := e.st.Write(context.Background(), func(tx *store.Tx) error {
+		done = done[:0]
+		for _, id := range ids {
+			row, err := tx.GetCall(id)
+			if err != nil {
+				return err
+			}
+			if row == nil || toolgate.CallStatus(row.Status).Final() || row.DeadlineTime().After(now) {
+				continue
+			}
+			ok, err := tx.FinishCall(id, store.Outcome{
+				Status: toolgate.StatusTimedOut, ErrorCode: toolgate.ETimeout,
+				ErrorMessage: "no answer before the call's deadline",
+			}, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if row.SessionID.Valid && row.Status != string(toolgate.StatusAwaitingApproval) {
+				if _, err := tx.AppendEvent(row.SessionID.String, toolgate.EventCallCancelled, id, cancelledEvent(id, toolgate.CancelTimeout), now); err != nil {
+					return err
+				}
+			}
+			done = append(done, expired{id, row.SessionID.String, row.CreatedTime()})
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Error("expire calls", "err", err, "calls", len(ids))
+		// Try again shortly rather than leave the calls open for ever.
+		retry := now.Add(time.Second)
+		for _, id := range ids {
+			e.deadlines.schedule(id, retry)
+		}
+		return
+	}
+	for _, d := range done {
+		if d.session != "" {
+			e.wakeSession(d.session)
+		}
+		e.callEnded(d.id, toolgate.StatusTimedOut, d.created)
+	}
+}

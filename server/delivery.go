@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/store"
+)
+
+// eventBatch bounds how many events one read of the log returns.
+const eventBatch = 256
+
+// listener is one open stream or held poll of a session. The engine sends
+// on wake (without blocking; one pending signal is enough) whenever the
+// session's event log grows, and closes the session's done channel when it
+// ends.
+type listener struct {
+	e         *Engine
+	s         *sessionState
+	wake      chan struct{}
+	streaming bool
+	closed    bool
+}
+
+// Wake implements handlers.Listener.
+func (l *listener) Wake() <-chan struct{} { return l.wake }
+
+// Done implements handlers.Listener.
+func (l *listener) Done() <-chan struct{} { return l.s.done }
+
+// Close implements handlers.Listener: the stream or poll has ended.
+func (l *listener) Close() {
+	e := l.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	delete(l.s.listeners, l)
+	now := e.now()
+	if l.streaming {
+		l.s.streams--
+	} else {
+		l.s.polls--
+		l.s.lastPoll = now
+	}
+	l.s.lastSeen = now
+}
+
+// Listen registers a stream (streaming) or a held poll of session sid. It
+// must be called before the first read of the log, so that no event
+// appended in between is missed.
+func (e *Engine) Listen(sid string, streaming bool) (handlers.Listener, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sessions[sid]
+	if s == nil {
+		return nil, toolgate.Errorf(toolgate.EUnauthenticated, "session %s is not open", sid)
+	}
+	l := &listener{e: e, s: s, wake: make(chan struct{}, 1), streaming: streaming}
+	s.listeners[l] = struct{}{}
+	now := e.now()
+	if streaming {
+		s.streams++
+	} else {
+		s.polls++
+		s.lastPoll = now
+	}
+	s.lastSeen = now
+	return l, nil
+}
+
+// wakeSession signals every stream and poll of a session.
+func (e *Engine) wakeSession(sid string) {
+	e.mu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		s.wakeLocked()
+	}
+	e.mu.Unlock()
+}
+
+func (s *sessionState) wakeLocked() {
+	for l := range s.listeners {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// OpenEvents returns a tool_call_request for every call of the session
+// that is still open, oldest first, with the cursor to continue from: what
+// a client that connects without a cursor receives first.
+func (e *Engine) OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, int64, error) {
+	reqs, last, err := e.st.OpenRequests(ctx, sid, e.now())
+	if err != nil {
+		return nil, 0, err
+	}
+	events := make([]toolgate.Event, 0, len(reqs))
+	for _, r := range reqs {
+		events = append(events, toolgate.Event{
+			Seq:    r.Seq,
+			Type:   toolgate.EventToolCallRequest,
+			CallID: r.ID,
+			Data:   requestEvent(r.ID, r.Tool, json.RawMessage(r.Args), r.DeadlineTime(), r.Attempts+1),
+		})
+	}
+	return events, last, nil
+}
+
+// EventsAfter returns all the session's events after cursor (reading the
+// log in batches until it is drained) and the new cursor.
+func (e *Engine) EventsAfter(ctx context.Context, sid string, cursor int64) ([]toolgate.Event, int64, error) {
+	var all []toolgate.Event
+	for {
+		events, last, full, err := e.st.EventsAfter(ctx, sid, cursor, eventBatch)
+		if err != nil {
+			return nil, cursor, err
+		}
+		all = append(all, events...)
+		cursor = last
+		if !full {
+			return all, cursor, nil
+		}
+	}
+}
+
+// CheckCursor refuses a cursor that is negative or beyond the session's
+// newest event (it cannot have come from this gateway's log).
+func (e *Engine) CheckCursor(ctx context.Context, sid string, cursor int64) error {
+	if cursor < 0 {
+		return toolgate.Errorf(toolgate.EBadRequest, "cursor must not be negative")
+	}
+	last, err := e.st.LastEventSeq(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if cursor > last {
+		return toolgate.Errorf(toolgate.EBadRequest, "cursor %d is beyond this session's newest event %d", cursor, last)
+	}
+	return nil
+}
+
+// Delivered records that the events were written to the session's client:
+// each requested call moves from pending to delivered and counts an
+// attempt. The write is batched with others and nobody waits on it; the
+// worst a crash can do is leave a call marked pending that was sent, and it
+// is sent again.
+func (e *Engine) Delivered(sid string, events []toolgate.Event) {
+	var ids []string
+	for _, ev := range events {
+		if ev.Type == toolgate.EventToolCallRequest && ev.CallID != "" {
+			ids = append(ids, ev.CallID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	now := e.now()
+	e.st.WriteAsync(func(tx *store.Tx) error { return tx.MarkDelivered(ids, now) })
+	if e.log.Enabled(context.Background(), -4) {
+		for _, id := range ids {
+			e.log.Debug("call delivered", "call", id, "session", sid)
+		}
+	}
+}

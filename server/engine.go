@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// BuiltinTools is what the engine needs to know of the tools that run inside
+// the gateway: their names, so that no remote tool shadows one, and their
+// listing for GET /api/tools. The agent loop's registry provides it.
+type BuiltinTools interface {
+	Has(name string) bool
+	List() []toolgate.ToolInfo
+}
+
+// Engine is the gateway's core. All state changes go through the store
+// before anyone is told of them; the engine's memory holds only what can be
+// rebuilt from the store (sessions, compiled tool schemas, presence,
+// waiters and the deadline queue).
+type Engine struct {
+	cfg        Config
+	st         *store.Store
+	log        *slog.Logger
+	now        func() time.Time
+	agentKey   string
+	namePolicy *regexp.Regexp
+	builtins   BuiltinTools
+	metrics    *metrics
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState // open sessions by id
+	byToken  map[string]*sessionState // open sessions by token hash
+
+	waitMu  sync.Mutex
+	waiters map[string]*callWaiters // by call id
+
+	deadlines *deadlineQueue
+
+	stop    chan struct{}
+	stopped sync.WaitGroup
+}
+
+// callWaiters is the channel closed when one call ends, shared by all who
+// wait on it, with their count.
+type callWaiters struct {
+	ch    chan struct{}
+	count int
+}
+
+// NewEngine builds the engine over an open store and recovers its state:
+// open sessions and their tools, the agent key, and the deadlines of open
+// calls (those already past end as timed_out at once). Every session counts
+// as seen now, so grace and time-to-live start again after a restart.
+func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	e := &Engine{
+		cfg:      cfg,
+		st:       st,
+		log:      log,
+		now:      time.Now,
+		sessions: map[string]*sessionState{},
+		byToken:  map[string]*sessionState{},
+		waiters:  map[string]*callWaiters{},
+		stop:     make(chan struct{}),
+	}
+	if cfg.ToolNamePattern != "" {
+		re, err := regexp.Compile(cfg.ToolNamePattern)
+		if err != nil {
+			return nil, fmt.Errorf("tool name pattern: %w", err)
+		}
+		e.namePolicy = re
+	}
+	if err := e.loadAgentKey(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.loadSessions(ctx); err != nil {
+		return nil, err
+	}
+	e.metrics = newMetrics(e)
+	e.deadlines = newDeadlineQueue(e.now, e.expireCalls)
+	open, err := st.OpenCallDeadlines(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load open calls: %w", err)
+	}
+	for _, c := range open {
+		e.deadlines.schedule(c.ID, c.DeadlineTime())
+	}
+	e.stopped.Add(2)
+	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()
+	go func() { defer e.stopped.Done(); e.sweepLoop() }()
+	log.Info("engine recovered", "sessions", len(e.sessions), "open_calls", len(open))
+	return e, nil
+}
+
+// SetBuiltins tells the engine which tools run inside the gateway.
+func (e *Engine) SetBuiltins(b BuiltinTools) { e.builtins = b }
+
+// Close stops the engine's background loops. The store stays open.
+func (e *Engine) Close() {
+	select {
+	case <-e.stop:
+		return
+	default:
+	}
+	close(e.stop)
+	e.stopped.Wait()
+	e.mu.Lock()
+	for _, s := range e.sessions {
+		s.closeListeners()
+	}
+	e.mu.Unlock()
+}
+
+// AgentKey returns the caller/admin secret.
+func (e *Engine) AgentKey() string { return e.agentKey }
+
+// Store returns the engine's store.
+func (e *Engine) Store() *store.Store { return e.st }
+
+// IsAgentKey reports whether secret is the agent key.
+func (e *Engine) IsAgentKey(secret string) bool { return secretEqual(secret, e.agentKey) }
+
+// IsClientKey reports whether secret may create sessions: true for anyone
+// when no client key is configured, else the client key or the agent key.
+func (e *Engine) IsClientKey(secret string) bool {
+	if e.cfg.ClientKey == "" {
+		return true
+	}
+	return secretEqual(secret, e.cfg.ClientKey) || e.IsAgentKey(secret)
+}
+
+const agentKeySetting = "agent_key"
+
+// loadAgentKey takes the configured key, or the stored one, or generates and
+// stores a new one at first start.
+func (e *Engine) loadAgentKey(ctx context.Context) error {
+	if e.cfg.AgentKey != "" {
+		e.agentKey = e.cfg.AgentKey
+		return nil
+	}
+	key, ok, err := e.st.Setting(ctx, agentKeySetting)
+	if err != nil {
+		return fmt.Errorf("read agent key: %w", err)
+	}
+	if !ok {
+		key = "tga_" + newSecret()
+		if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(agentKeySetting, key) }); err != nil {
+			return fmt.Errorf("store agent key: %w", err)
+		}
+	}
+	e.agentKey = key
+	return nil
+}
+
+// newSecret returns 32 random bytes, base64url-encoded.
+func newSecret() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// hashToken returns the stored form of a session token.
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func secretEqual(a, b string) bool {
+	return len(a) > 0 && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// Healthy reports whether the engine can serve: its database answers.
+func (e *Engine) Healthy(ctx context.Context) error { return e.st.Ping(ctx) }

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/store"
+)
+
+// Server is a running gateway: the store, the engine and the HTTP server.
+type Server struct {
+	Config Config
+	Store  *store.Store
+	Engine *Engine
+
+	log      *slog.Logger
+	listener net.Listener
+	http     *http.Server
+	cancel   context.CancelFunc // ends streams and held requests at shutdown
+}
+
+// New opens the database, recovers the engine's state and binds the
+// listen address; Serve then serves until its context ends.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	st, err := store.Open(cfg.DBPath)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := NewEngine(ctx, cfg, st, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		eng.Close()
+		st.Close()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	baseCtx, cancel := context.WithCancel(context.Background())
+	s := &Server{Config: cfg, Store: st, Engine: eng, log: log, listener: ln, cancel: cancel}
+	s.http = &http.Server{
+		Handler: handlers.New(handlers.Options{
+			Engine:         eng,
+			Metrics:        eng.MetricsHandler(),
+			AllowedOrigins: cfg.AllowedOrigins,
+			MaxBodyBytes:   cfg.MaxBodyBytes,
+			Heartbeat:      cfg.Heartbeat,
+			PollWait:       cfg.PollWait,
+			MaxPollWait:    cfg.MaxPollWait,
+			MaxCallWait:    cfg.MaxTimeout,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	return s, nil
+}
+
+// URL is the base URL the gateway serves on.
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// Serve serves until ctx ends, then shuts down gracefully: streams and
+// held polls end (clients reconnect to the next process), requests in
+// flight finish within the shutdown timeout, pending writes are committed
+// and the database is closed.
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(s.listener) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	s.log.Info("shutting down")
+	s.cancel()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownTimeout)
+	defer cancel()
+	err := s.http.Shutdown(shutdownCtx)
+	s.Engine.Close()
+	err = errors.Join(err, s.Store.Close())
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(serveErr, err)
+	}
+	return err
+}

@@ -1,0 +1,370 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// sessionState is an open session as the engine keeps it in memory. Fields
+// are guarded by Engine.mu.
+type sessionState struct {
+	row   store.SessionRow
+	tools map[string]*toolEntry
+
+	streams  int       // open SSE streams
+	polls    int       // held long-polls
+	lastPoll time.Time // when a poll last started or ended
+	lastSeen time.Time // any sign of life; the start of grace and TTL
+	lastSave time.Time // when lastSeen was last written to the store
+
+	listeners map[*listener]struct{}
+	done      chan struct{} // closed when the session closes
+}
+
+func newSessionState(row store.SessionRow, now time.Time) *sessionState {
+	return &sessionState{
+		row:       row,
+		tools:     map[string]*toolEntry{},
+		lastSeen:  now,
+		lastSave:  now,
+		listeners: map[*listener]struct{}{},
+		done:      make(chan struct{}),
+	}
+}
+
+// online reports whether the client holds a stream or has polled recently.
+func (s *sessionState) online(now time.Time, pollWait time.Duration) bool {
+	return s.streams > 0 || s.polls > 0 || (!s.lastPoll.IsZero() && now.Sub(s.lastPoll) < 2*pollWait)
+}
+
+// reachable reports whether calls may be sent: online, or offline for less
+// than the grace period (calls then wait for the client to come back).
+func (s *sessionState) reachable(now time.Time, cfg Config) bool {
+	return s.online(now, cfg.PollWait) || now.Sub(s.lastSeen) < cfg.SessionGrace
+}
+
+func (s *sessionState) closeListeners() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+}
+
+// loadSessions rebuilds the open sessions and their compiled tools.
+func (e *Engine) loadSessions(ctx context.Context) error {
+	rows, err := e.st.OpenSessions(ctx)
+	if err != nil {
+		return err
+	}
+	tools, err := e.st.ListTools(ctx, "")
+	if err != nil {
+		return err
+	}
+	now := e.now()
+	for _, r := range rows {
+		s := newSessionState(r, now)
+		e.sessions[r.ID] = s
+		e.byToken[r.TokenHash] = s
+	}
+	for i := range tools {
+		t := &tools[i]
+		s := e.sessions[t.SessionID]
+		if s == nil {
+			continue
+		}
+		entry, err := newToolEntry(t.Spec(), t.RegisteredTime())
+		if err != nil {
+			// A schema that compiled when registered should compile again;
+			// if a library upgrade changed that, keep the gateway serving.
+			e.log.Warn("stored tool schema no longer compiles; tool skipped", "session", t.SessionID, "tool", t.Name, "err", err)
+			continue
+		}
+		s.tools[t.Name] = entry
+	}
+	return nil
+}
+
+// CreateSession stores a new session and returns its one-time token.
+func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error) {
+	if req.Client.Platform != "" && !slices.Contains(toolgate.Platforms, req.Client.Platform) {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.platform must be one of %v", toolgate.Platforms)
+	}
+	if len(req.Client.Name) > 200 || len(req.Client.Version) > 200 {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.name and client.version are limited to 200 characters")
+	}
+	metadata := "{}"
+	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
+		var obj map[string]any
+		if err := json.Unmarshal(req.Metadata, &obj); err != nil {
+			return nil, toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
+		}
+		metadata = compactJSON(req.Metadata)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	token := "tgs_" + newSecret()
+	now := e.now()
+	row := store.SessionRow{
+		ID:            id.String(),
+		TokenHash:     hashToken(token),
+		ClientName:    req.Client.Name,
+		ClientVersion: req.Client.Version,
+		Platform:      req.Client.Platform,
+		Metadata:      metadata,
+		CreatedAt:     now.UnixMilli(),
+		LastSeenAt:    now.UnixMilli(),
+	}
+	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.InsertSession(&row) }); err != nil {
+		return nil, err
+	}
+	s := newSessionState(row, now)
+	e.mu.Lock()
+	e.sessions[row.ID] = s
+	e.byToken[row.TokenHash] = s
+	e.mu.Unlock()
+	e.log.Debug("session created", "session", row.ID, "client", row.ClientName, "platform", row.Platform)
+	return &toolgate.SessionCreated{
+		SessionID:        row.ID,
+		Token:            token,
+		HeartbeatMS:      e.cfg.Heartbeat.Milliseconds(),
+		PollWaitMS:       e.cfg.PollWait.Milliseconds(),
+		DefaultTimeoutMS: e.cfg.DefaultTimeout.Milliseconds(),
+	}, nil
+}
+
+// AuthorizeSession checks that token is the secret of session sid and
+// counts the request as a sign of life.
+func (e *Engine) AuthorizeSession(ctx context.Context, sid, token string) error {
+	if token == "" {
+		return toolgate.Errorf(toolgate.EUnauthenticated, "a session token is required (Authorization: Bearer <token>)")
+	}
+	hash := hashToken(token)
+	e.mu.Lock()
+	s := e.byToken[hash]
+	if s != nil {
+		if s.row.ID != sid {
+			e.mu.Unlock()
+			return toolgate.Errorf(toolgate.EPermissionDenied, "this token belongs to another session")
+		}
+		s.lastSeen = e.now()
+		e.mu.Unlock()
+		return nil
+	}
+	e.mu.Unlock()
+	row, err := e.st.FindSessionByTokenHash(ctx, hash)
+	if err != nil {
+		return err
+	}
+	if row != nil && row.Closed() {
+		return toolgate.Errorf(toolgate.EUnauthenticated, "session %s has %s; create a new session", row.ID, closedWord(row.CloseReason))
+	}
+	return toolgate.Errorf(toolgate.EUnauthenticated, "invalid session token")
+}
+
+func closedWord(reason string) string {
+	if reason == "expired" {
+		return "expired"
+	}
+	return "been closed"
+}
+
+// SessionView returns a session with its tools and whether it is online.
+func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error) {
+	now := e.now()
+	e.mu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		v := e.viewLocked(s, now)
+		e.mu.Unlock()
+		return v, nil
+	}
+	e.mu.Unlock()
+	row, err := e.st.GetSession(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	if row == nil {
+		return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
+	}
+	return &toolgate.SessionView{Session: row.Session(), Tools: []toolgate.ToolInfo{}}, nil
+}
+
+// ListSessions lists the open sessions, newest first.
+func (e *Engine) ListSessions(ctx context.Context) ([]toolgate.SessionView, error) {
+	now := e.now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]toolgate.SessionView, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		out = append(out, *e.viewLocked(s, now))
+	}
+	slices.SortFunc(out, func(a, b toolgate.SessionView) int { return -compareStrings(a.ID, b.ID) })
+	return out, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (e *Engine) viewLocked(s *sessionState, now time.Time) *toolgate.SessionView {
+	sess := s.row.Session()
+	sess.LastSeenAt = toolgate.NewTime(s.lastSeen)
+	online := s.online(now, e.cfg.PollWait)
+	return &toolgate.SessionView{Session: sess, Online: online, Tools: e.toolInfosLocked(s, now)}
+}
+
+// CloseSession closes a session at the client's or an operator's request:
+// its tools go, its open calls end cancelled (reason session_closed), its
+// history stays.
+func (e *Engine) CloseSession(ctx context.Context, sid string) error {
+	return e.closeSession(ctx, sid, "closed")
+}
+
+// closeSession closes a session for a reason ("closed" or "expired").
+func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
+	now := e.now()
+	message := "the session was closed"
+	if reason == "expired" {
+		message = "the session expired"
+	}
+	var ended []string
+	var found bool
+	err := e.st.Write(ctx, func(tx *store.Tx) error {
+		ok, err := tx.CloseSession(sid, reason, now)
+		if err != nil || !ok {
+			return err
+		}
+		found = true
+		ended, err = e.cancelOpenCalls(tx, sid, toolgate.CancelSessionClosed, message, now)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		row, err := e.st.GetSession(ctx, sid)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
+		}
+		return nil // already closed: closing again changes nothing
+	}
+	e.mu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		delete(e.sessions, sid)
+		delete(e.byToken, s.row.TokenHash)
+		s.wakeLocked()
+		s.closeListeners()
+	}
+	e.mu.Unlock()
+	for _, id := range ended {
+		e.callEnded(id, toolgate.StatusCancelled, time.Time{})
+	}
+	e.log.Debug("session "+reason, "session", sid, "cancelled_calls", len(ended))
+	return nil
+}
+
+// cancelOpenCalls ends a session's open calls as cancelled inside tx and
+// appends a call_cancelled event for each one the client was sent.
+func (e *Engine) cancelOpenCalls(tx *store.Tx, sid, reason, message string, now time.Time) ([]string, error) {
+	open, err := tx.OpenCallsOfSession(sid)
+	if err != nil {
+		return nil, err
+	}
+	var ended []string
+	for _, c := range open {
+		ok, err := tx.FinishCall(c.ID, store.Outcome{Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message}, now)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		ended = append(ended, c.ID)
+		if c.Status != string(toolgate.StatusAwaitingApproval) {
+			if _, err := tx.AppendEvent(sid, toolgate.EventCallCancelled, c.ID, cancelledEvent(c.ID, reason), now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ended, nil
+}
+
+// sweepLoop expires sessions unseen for their time-to-live, persists
+// last-seen times and prunes old events, every SweepInterval.
+func (e *Engine) sweepLoop() {
+	t := time.NewTicker(e.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			e.Sweep(context.Background())
+		}
+	}
+}
+
+// Sweep runs one round of session expiry, last-seen persistence and event
+// pruning. The sweep loop calls it; tests may call it directly.
+func (e *Engine) Sweep(ctx context.Context) {
+	now := e.now()
+	var expired []string
+	type seen struct {
+		id string
+		at time.Time
+	}
+	var touched []seen
+	e.mu.Lock()
+	for id, s := range e.sessions {
+		if s.streams > 0 || s.polls > 0 {
+			s.lastSeen = now
+		}
+		if now.Sub(s.lastSeen) >= e.cfg.SessionTTL {
+			expired = append(expired, id)
+			continue
+		}
+		if s.lastSeen.After(s.lastSave) {
+			touched = append(touched, seen{id, s.lastSeen})
+			s.lastSave = s.lastSeen
+		}
+	}
+	e.mu.Unlock()
+	for _, id := range expired {
+		if err := e.closeSession(ctx, id, "expired"); err != nil {
+			e.log.Error("expire session", "session", id, "err", err)
+		}
+	}
+	err := e.st.Write(ctx, func(tx *store.Tx) error {
+		for _, t := range touched {
+			if err := tx.TouchSession(t.id, t.at); err != nil {
+				return err
+			}
+		}
+		n, err := tx.PruneEvents(now.Add(-e.cfg.EventRetention))
+		if n > 0 {
+			e.log.Debug("pruned events", "count", n)
+		}
+		return err
+	})
+	if err != nil {
+		e.log.Error("sweep", "err", err)
+	}
+}

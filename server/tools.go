@@ -1,0 +1,316 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// toolEntry is a registered tool with its compiled argument schema.
+type toolEntry struct {
+	spec         toolgate.ToolSpec
+	schema       *jsonschema.Schema
+	registeredAt time.Time
+}
+
+// defaultParameters is the schema of a tool that declares none.
+var defaultParameters = json.RawMessage(`{"type":"object"}`)
+
+// compileSchema compiles a tool's parameters. Remote references are
+// refused: a registered schema must be self-contained, and the gateway must
+// never fetch a URL or read a file because a client named it.
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parameters is not JSON: %v", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("parameters must be a JSON Schema object")
+	}
+	if obj["type"] != "object" {
+		return nil, fmt.Errorf(`parameters must have the top-level "type": "object"`)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(jsonschema.SchemeURLLoader{}) // no scheme is loadable
+	const loc = "mem://tool/parameters.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("parameters is not a valid JSON Schema: %v", err)
+	}
+	return sch, nil
+}
+
+func newToolEntry(spec toolgate.ToolSpec, registeredAt time.Time) (*toolEntry, error) {
+	if len(spec.Parameters) == 0 {
+		spec.Parameters = defaultParameters
+	}
+	sch, err := compileSchema(spec.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	return &toolEntry{spec: spec, schema: sch, registeredAt: registeredAt}, nil
+}
+
+// validateArgs checks call arguments against the tool's schema.
+func (t *toolEntry) validateArgs(args json.RawMessage) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return toolgate.Errorf(toolgate.EInvalidArgs, "args is not valid JSON")
+	}
+	if err := t.schema.Validate(inst); err != nil {
+		// The first line names the in-memory schema URL; the rest says what is wrong.
+		lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+		if len(lines) > 1 {
+			lines = lines[1:]
+		}
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+		}
+		msg := strings.Join(lines, "; ")
+		return toolgate.Errorf(toolgate.EInvalidArgs, "args do not match the schema of %s: %s", t.spec.Name, msg)
+	}
+	return nil
+}
+
+// checkSpec validates one tool of a registration, returning the spec as it
+// will be stored, or the rejection.
+func (e *Engine) checkSpec(spec toolgate.ToolSpec) (*toolEntry, *toolgate.ToolRejection) {
+	reject := func(code, format string, args ...any) (*toolEntry, *toolgate.ToolRejection) {
+		return nil, &toolgate.ToolRejection{Name: spec.Name, Code: code, Message: fmt.Sprintf(format, args...)}
+	}
+	if !toolgate.ToolNamePattern.MatchString(spec.Name) {
+		return reject(toolgate.EBadRequest, "name must match %s", toolgate.ToolNamePattern)
+	}
+	if e.namePolicy != nil && !e.namePolicy.MatchString(spec.Name) {
+		return reject(toolgate.EPermissionDenied, "name is not allowed by this gateway's tool-name policy %s", e.namePolicy)
+	}
+	if e.builtins != nil && e.builtins.Has(spec.Name) {
+		return reject(toolgate.EConflict, "name is taken by a built-in tool")
+	}
+	if strings.TrimSpace(spec.Description) == "" {
+		return reject(toolgate.EBadRequest, "description is required")
+	}
+	if n := len([]rune(spec.Description)); n > toolgate.MaxDescriptionLength {
+		return reject(toolgate.EBadRequest, "description is %d characters; the limit is %d", n, toolgate.MaxDescriptionLength)
+	}
+	if spec.TimeoutMS != 0 {
+		if err := e.checkTimeout(spec.TimeoutMS); err != nil {
+			return reject(toolgate.EBadRequest, "timeout_ms: %s", err.Message)
+		}
+	}
+	if spec.RequiresApproval == "" {
+		spec.RequiresApproval = toolgate.ApprovalNever
+	}
+	if !spec.RequiresApproval.Valid() {
+		return reject(toolgate.EBadRequest, "requires_approval must be never, unless_auto_approved or always")
+	}
+	if rl := spec.RateLimit; rl != nil && (rl.RequestsPerMinute < 0 || rl.RequestsPerHour < 0) {
+		return reject(toolgate.EBadRequest, "rate_limit values must not be negative")
+	}
+	if len(spec.Parameters) == 0 || string(spec.Parameters) == "null" {
+		spec.Parameters = defaultParameters
+	} else {
+		spec.Parameters = json.RawMessage(compactJSON(spec.Parameters))
+	}
+	entry, err := newToolEntry(spec, e.now())
+	if err != nil {
+		return reject(toolgate.EBadRequest, "%v", err)
+	}
+	return entry, nil
+}
+
+// checkTimeout checks a requested timeout against the gateway's bounds.
+func (e *Engine) checkTimeout(ms int64) *toolgate.Error {
+	d := time.Duration(ms) * time.Millisecond
+	if ms <= 0 || d < e.cfg.MinTimeout || d > e.cfg.MaxTimeout {
+		return toolgate.Errorf(toolgate.EBadRequest, "%d ms is outside this gateway's bounds [%d, %d] ms",
+			ms, e.cfg.MinTimeout.Milliseconds(), e.cfg.MaxTimeout.Milliseconds())
+	}
+	return nil
+}
+
+// RegisterTools registers or replaces the listed tools of a session; with
+// replace, the session's tools not listed are removed. Each tool is judged
+// on its own; the accepted ones are stored in one transaction.
+func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error) {
+	if req.Type != "" && req.Type != "register_tools" {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, `type must be "register_tools"`)
+	}
+	reply := &toolgate.ToolsRegistered{Type: "tools_registered", Count: len(req.Tools), Rejected: []toolgate.ToolRejection{}}
+	accepted := map[string]*toolEntry{}
+	var order []string
+	for _, spec := range req.Tools {
+		entry, rej := e.checkSpec(spec)
+		if rej == nil {
+			if _, dup := accepted[spec.Name]; dup {
+				rej = &toolgate.ToolRejection{Name: spec.Name, Code: toolgate.EBadRequest, Message: "name is listed twice in this registration"}
+			}
+		}
+		if rej != nil {
+			reply.Rejected = append(reply.Rejected, *rej)
+			continue
+		}
+		accepted[spec.Name] = entry
+		order = append(order, spec.Name)
+	}
+
+	e.mu.Lock()
+	s := e.sessions[sid]
+	if s == nil {
+		e.mu.Unlock()
+		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
+	}
+	// Count what the session would hold, and turn away the tools past the limit.
+	keep := 0
+	if !req.Replace {
+		for name := range s.tools {
+			if _, listed := accepted[name]; !listed {
+				keep++
+			}
+		}
+	}
+	e.mu.Unlock()
+	var fits []string
+	for _, name := range order {
+		if keep+len(fits) >= e.cfg.MaxToolsPerSess {
+			reply.Rejected = append(reply.Rejected, toolgate.ToolRejection{Name: name, Code: toolgate.EConflict,
+				Message: fmt.Sprintf("the session would hold more than %d tools", e.cfg.MaxToolsPerSess)})
+			delete(accepted, name)
+			continue
+		}
+		fits = append(fits, name)
+	}
+
+	now := e.now()
+	err := e.st.Write(ctx, func(tx *store.Tx) error {
+		if req.Replace {
+			existing, err := tx.SessionTools(sid)
+			if err != nil {
+				return err
+			}
+			for _, t := range existing {
+				if _, listed := accepted[t.Name]; !listed {
+					if _, err := tx.DeleteTool(sid, t.Name); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for _, name := range fits {
+			row := store.NewToolRow(sid, accepted[name].spec, now)
+			if err := tx.UpsertTool(&row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		if req.Replace {
+			s.tools = map[string]*toolEntry{}
+		}
+		for _, name := range fits {
+			accepted[name].registeredAt = now
+			s.tools[name] = accepted[name]
+		}
+	}
+	e.mu.Unlock()
+	reply.Registered = len(fits)
+	e.log.Debug("tools registered", "session", sid, "registered", len(fits), "rejected", len(reply.Rejected), "replace", req.Replace)
+	return reply, nil
+}
+
+// RemoveTool removes one tool of a session.
+func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
+	var found bool
+	err := e.st.Write(ctx, func(tx *store.Tx) (err error) {
+		found, err = tx.DeleteTool(sid, name)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %s", sid, name)
+	}
+	e.mu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		delete(s.tools, name)
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// ListTools lists every tool the gateway knows, built-in and remote, or
+// the tools of one session when sid is set.
+func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error) {
+	now := e.now()
+	var out []toolgate.ToolInfo
+	if sid == "" && e.builtins != nil {
+		out = append(out, e.builtins.List()...)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sid != "" {
+		s := e.sessions[sid]
+		if s == nil {
+			return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
+		}
+		return e.toolInfosLocked(s, now), nil
+	}
+	ids := make([]string, 0, len(e.sessions))
+	for id := range e.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		out = append(out, e.toolInfosLocked(e.sessions[id], now)...)
+	}
+	if out == nil {
+		out = []toolgate.ToolInfo{}
+	}
+	return out, nil
+}
+
+// toolInfosLocked lists one session's tools, sorted by name. A tool is
+// shown online while its session is reachable (online, or within grace).
+func (e *Engine) toolInfosLocked(s *sessionState, now time.Time) []toolgate.ToolInfo {
+	reachable := s.reachable(now, e.cfg)
+	out := make([]toolgate.ToolInfo, 0, len(s.tools))
+	for _, t := range s.tools {
+		out = append(out, toolgate.ToolInfo{
+			ToolSpec:     t.spec,
+			Source:       toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: s.row.ID},
+			Online:       reachable,
+			RegisteredAt: toolgate.TimePtr(t.registeredAt),
+		})
+	}
+	slices.SortFunc(out, func(a, b toolgate.ToolInfo) int { return compareStrings(a.Name, b.Name) })
+	return out
+}
+
+// compactJSON returns raw without insignificant white space, so that what
+// is stored and later written to a stream is one line.
+func compactJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}

@@ -1,0 +1,307 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// CallRow is a call as stored.
+type CallRow struct {
+	ID             string         `db:"id"`
+	SessionID      sql.NullString `db:"session_id"`
+	Tool           string         `db:"tool"`
+	Args           string         `db:"args"`
+	Status         string         `db:"status"`
+	Output         sql.NullString `db:"output"`
+	ErrorCode      sql.NullString `db:"error_code"`
+	ErrorMessage   sql.NullString `db:"error_message"`
+	ErrorDetails   sql.NullString `db:"error_details"`
+	Progress       sql.NullString `db:"progress"`
+	TimeoutMS      int64          `db:"timeout_ms"`
+	CreatedAt      int64          `db:"created_at"`
+	DeliveredAt    sql.NullInt64  `db:"delivered_at"`
+	CompletedAt    sql.NullInt64  `db:"completed_at"`
+	Deadline       int64          `db:"deadline"`
+	Attempts       int            `db:"attempts"`
+	IdempotencyKey sql.NullString `db:"idempotency_key"`
+	RunID          sql.NullString `db:"run_id"`
+}
+
+// Call converts the row to the caller API's call record.
+func (r *CallRow) Call() *toolgate.Call {
+	c := &toolgate.Call{
+		ID:          r.ID,
+		SessionID:   r.SessionID.String,
+		Tool:        r.Tool,
+		Args:        []byte(r.Args),
+		Status:      toolgate.CallStatus(r.Status),
+		CreatedAt:   toolgate.NewTime(fromMS(r.CreatedAt)),
+		DeliveredAt: toolgate.TimePtr(fromNullMS(r.DeliveredAt)),
+		CompletedAt: toolgate.TimePtr(fromNullMS(r.CompletedAt)),
+		Deadline:    toolgate.NewTime(fromMS(r.Deadline)),
+		Attempts:    r.Attempts,
+		RunID:       r.RunID.String,
+	}
+	if r.Output.Valid {
+		c.Output = []byte(r.Output.String)
+	}
+	if r.Progress.Valid {
+		c.Progress = []byte(r.Progress.String)
+	}
+	if r.ErrorCode.Valid {
+		c.Error = &toolgate.CallError{Code: r.ErrorCode.String, Message: r.ErrorMessage.String}
+		if r.ErrorDetails.Valid {
+			c.Error.Details = []byte(r.ErrorDetails.String)
+		}
+	}
+	if r.CompletedAt.Valid {
+		d := r.CompletedAt.Int64 - r.CreatedAt
+		c.DurationMS = &d
+	}
+	return c
+}
+
+// DeadlineTime returns the call's deadline.
+func (r *CallRow) DeadlineTime() time.Time { return fromMS(r.Deadline) }
+
+// CreatedTime returns when the call was created.
+func (r *CallRow) CreatedTime() time.Time { return fromMS(r.CreatedAt) }
+
+const callColumns = `id, session_id, tool, args, status, output, error_code, error_message, error_details, progress,
+	timeout_ms, created_at, delivered_at, completed_at, deadline, attempts, idempotency_key, run_id`
+
+// openStatuses is the SQL list of statuses in which a call has not ended.
+const openStatuses = `('awaiting_approval', 'pending', 'delivered')`
+
+// NewCallRow builds the stored form of a new call.
+func NewCallRow(id, sessionID, tool string, args []byte, status toolgate.CallStatus, timeout time.Duration, now time.Time) CallRow {
+	return CallRow{
+		ID:        id,
+		SessionID: sql.NullString{String: sessionID, Valid: sessionID != ""},
+		Tool:      tool,
+		Args:      string(args),
+		Status:    string(status),
+		TimeoutMS: timeout.Milliseconds(),
+		CreatedAt: ms(now),
+		Deadline:  ms(now.Add(timeout)),
+	}
+}
+
+// SetIdempotencyKey records the caller's Idempotency-Key on a new call.
+func (r *CallRow) SetIdempotencyKey(key string) {
+	r.IdempotencyKey = sql.NullString{String: key, Valid: key != ""}
+}
+
+// SetRunID records the agent run a new call belongs to.
+func (r *CallRow) SetRunID(id string) { r.RunID = sql.NullString{String: id, Valid: id != ""} }
+
+// InsertCall stores a new call.
+func (tx *Tx) InsertCall(r *CallRow) error {
+	_, err := tx.NamedExec(`INSERT INTO calls (`+callColumns+`) VALUES
+		(:id, :session_id, :tool, :args, :status, :output, :error_code, :error_message, :error_details, :progress,
+		 :timeout_ms, :created_at, :delivered_at, :completed_at, :deadline, :attempts, :idempotency_key, :run_id)`, r)
+	return err
+}
+
+// GetCall reads a call inside the transaction; nil when there is none.
+func (tx *Tx) GetCall(id string) (*CallRow, error) {
+	var r CallRow
+	err := tx.Get(&r, `SELECT `+callColumns+` FROM calls WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Outcome is how a call ends.
+type Outcome struct {
+	Status       toolgate.CallStatus
+	Output       []byte // JSON, for completed
+	ErrorCode    string
+	ErrorMessage string
+	ErrorDetails []byte // JSON object or nil
+}
+
+// FinishCall moves an open call to a final status. It reports false, and
+// changes nothing, when the call is not open any more.
+func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
+	var output, code, message, details any
+	if o.Output != nil {
+		output = string(o.Output)
+	}
+	if o.ErrorCode != "" {
+		code, message = o.ErrorCode, o.ErrorMessage
+	}
+	if o.ErrorDetails != nil {
+		details = string(o.ErrorDetails)
+	}
+	res, err := tx.Exec(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?
+		WHERE id = ? AND status IN `+openStatuses, string(o.Status), output, code, message, details, ms(now), id)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// SetCallStatus moves an open call between open statuses (for example from
+// awaiting_approval to pending), with a new deadline.
+func (tx *Tx) SetCallStatus(id string, status toolgate.CallStatus, deadline time.Time) (bool, error) {
+	res, err := tx.Exec(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN `+openStatuses, string(status), ms(deadline), id)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// MarkDelivered records that the calls were written to a client: pending
+// becomes delivered, the first delivery time is kept, attempts count up.
+func (tx *Tx) MarkDelivered(ids []string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, ms(now))
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := tx.Exec(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END,
+		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + 1
+		WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`) AND status IN ('pending', 'delivered')`, args...)
+	return err
+}
+
+// SetProgress stores a call's latest progress and its new deadline; false
+// when the call is not open.
+func (tx *Tx) SetProgress(id string, progress []byte, deadline time.Time) (bool, error) {
+	res, err := tx.Exec(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN `+openStatuses, string(progress), ms(deadline), id)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// OpenCallsOfSession lists a session's open calls within a transaction.
+func (tx *Tx) OpenCallsOfSession(sessionID string) ([]CallRow, error) {
+	var rows []CallRow
+	err := tx.Select(&rows, `SELECT `+callColumns+` FROM calls WHERE session_id = ? AND status IN `+openStatuses+` ORDER BY id`, sessionID)
+	return rows, err
+}
+
+// CountCallsSince counts the calls of one tool in one session created at or
+// after since, whatever became of them; rate limits are counted from it.
+func (tx *Tx) CountCallsSince(sessionID, tool string, since time.Time) (int, error) {
+	var n int
+	err := tx.Get(&n, `SELECT COUNT(*) FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ?`, sessionID, tool, ms(since))
+	return n, err
+}
+
+// GetCall reads a call; nil when there is none.
+func (s *Store) GetCall(ctx context.Context, id string) (*CallRow, error) {
+	var r CallRow
+	err := s.readers.GetContext(ctx, &r, `SELECT `+callColumns+` FROM calls WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// FindCallByIdempotencyKey returns the call created with the key, or nil.
+func (s *Store) FindCallByIdempotencyKey(ctx context.Context, key string) (*CallRow, error) {
+	var r CallRow
+	err := s.readers.GetContext(ctx, &r, `SELECT `+callColumns+` FROM calls WHERE idempotency_key = ?`, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// CallFilter selects calls from the history. Zero fields do not filter.
+type CallFilter struct {
+	SessionID string
+	Tool      string
+	Status    string
+	RunID     string
+	Before    string // a call id: only calls created before it
+	Limit     int
+}
+
+// ListCalls lists calls newest first. Call ids are UUIDv7, ordered by
+// creation time, so the id is also the page cursor.
+func (s *Store) ListCalls(ctx context.Context, f CallFilter) ([]CallRow, error) {
+	var where []string
+	var args []any
+	if f.SessionID != "" {
+		where, args = append(where, "session_id = ?"), append(args, f.SessionID)
+	}
+	if f.Tool != "" {
+		where, args = append(where, "tool = ?"), append(args, f.Tool)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.RunID != "" {
+		where, args = append(where, "run_id = ?"), append(args, f.RunID)
+	}
+	if f.Before != "" {
+		where, args = append(where, "id < ?"), append(args, f.Before)
+	}
+	q := `SELECT ` + callColumns + ` FROM calls`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, f.Limit)
+	var rows []CallRow
+	err := s.readers.SelectContext(ctx, &rows, q, args...)
+	return rows, err
+}
+
+// OpenCallDeadline is an open call's id and deadline, for the scheduler.
+type OpenCallDeadline struct {
+	ID        string         `db:"id"`
+	SessionID sql.NullString `db:"session_id"`
+	Deadline  int64          `db:"deadline"`
+}
+
+// DeadlineTime returns the deadline as a time.
+func (d OpenCallDeadline) DeadlineTime() time.Time { return fromMS(d.Deadline) }
+
+// OpenCallDeadlines lists every open call's deadline, for recovery at start-up.
+func (s *Store) OpenCallDeadlines(ctx context.Context) ([]OpenCallDeadline, error) {
+	var rows []OpenCallDeadline
+	err := s.readers.SelectContext(ctx, &rows, `SELECT id, session_id, deadline FROM calls WHERE status IN `+openStatuses+` ORDER BY deadline`)
+	return rows, err
+}
+
+// CountCallsByStatus counts every stored call by status, for metrics.
+func (s *Store) CountCallsByStatus(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		Status string `db:"status"`
+		N      int64  `db:"n"`
+	}
+	if err := s.readers.SelectContext(ctx, &rows, `SELECT status, COUNT(*) AS n FROM calls GROUP BY status`); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}

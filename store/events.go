@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// AppendEvent adds an event to a session's log and returns its cursor.
+func (tx *Tx) AppendEvent(sessionID, typ, callID string, data []byte, now time.Time) (int64, error) {
+	res, err := tx.Exec(`INSERT INTO events (session_id, type, call_id, data, created_at) VALUES (?, ?, ?, ?, ?)`,
+		sessionID, typ, sql.NullString{String: callID, Valid: callID != ""}, string(data), ms(now))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// EventsAfter returns events of a session after the cursor, in order,
+// looking at up to limit of them and leaving out requests for calls that
+// have ended (a client that reconnects must not run them). last is the
+// cursor of the last event looked at, returned or left out, so a reader
+// moves past both; full reports that limit events were looked at, so more
+// may follow.
+func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64, limit int) (events []toolgate.Event, last int64, full bool, err error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT e.seq, e.type, COALESCE(e.call_id, ''), e.data, COALESCE(c.status, '')
+		FROM events e LEFT JOIN calls c ON c.id = e.call_id
+		WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`, sessionID, cursor, limit)
+	if err != nil {
+		return nil, cursor, false, err
+	}
+	defer rows.Close()
+	last = cursor
+	n := 0
+	for rows.Next() {
+		n++
+		var ev toolgate.Event
+		var data, status string
+		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.CallID, &data, &status); err != nil {
+			return nil, cursor, false, err
+		}
+		last = ev.Seq
+		if ev.Type == toolgate.EventToolCallRequest && toolgate.CallStatus(status).Final() {
+			continue
+		}
+		ev.Data = []byte(data)
+		events = append(events, ev)
+	}
+	return events, last, n == limit, rows.Err()
+}
+
+// LastEventSeq returns the cursor of a session's newest event, 0 when none.
+func (s *Store) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
+	var seq sql.NullInt64
+	err := s.readers.GetContext(ctx, &seq, `SELECT MAX(seq) FROM events WHERE session_id = ?`, sessionID)
+	return seq.Int64, err
+}
+
+// OpenRequest is an open call of a session with the cursor of its request
+// event, for sending open calls to a client that connects without a cursor.
+type OpenRequest struct {
+	Seq      int64  `db:"seq"`
+	ID       string `db:"id"`
+	Tool     string `db:"tool"`
+	Args     string `db:"args"`
+	Deadline int64  `db:"deadline"`
+	Attempts int    `db:"attempts"`
+}
+
+// DeadlineTime returns the deadline as a time.
+func (r OpenRequest) DeadlineTime() time.Time { return fromMS(r.Deadline) }
+
+// OpenRequests lists the session's calls that were sent or are to be sent
+// and have neither ended nor passed their deadline, oldest first, with the
+// newest event cursor of the session, read in one snapshot.
+func (s *Store) OpenRequests(ctx context.Context, sessionID string, now time.Time) (reqs []OpenRequest, lastSeq int64, err error) {
+	tx, err := s.readers.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback()
+	err = tx.SelectContext(ctx, &reqs, `SELECT e.seq, c.id, c.tool, c.args, c.deadline, c.attempts
+		FROM calls c JOIN events e ON e.call_id = c.id AND e.type = 'tool_call_request'
+		WHERE c.session_id = ? AND c.status IN ('pending', 'delivered') AND c.deadline > ?
+		ORDER BY c.id`, sessionID, ms(now))
+	if err != nil {
+		return nil, 0, err
+	}
+	var seq sql.NullInt64
+	if err := tx.GetContext(ctx, &seq, `SELECT MAX(seq) FROM events WHERE session_id = ?`, sessionID); err != nil {
+		return nil, 0, err
+	}
+	return reqs, seq.Int64, nil
+}
+
+// PruneEvents deletes events older than before, keeping every request for a
+// call still open, so the log does not grow without bound. It returns how
+// many it deleted.
+func (tx *Tx) PruneEvents(before time.Time) (int64, error) {
+	res, err := tx.Exec(`DELETE FROM events WHERE created_at < ? AND NOT (
+		type = 'tool_call_request' AND call_id IN (SELECT id FROM calls WHERE status IN `+openStatuses+`))`, ms(before))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

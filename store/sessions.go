@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// SessionRow is a session as stored.
+type SessionRow struct {
+	ID            string        `db:"id"`
+	TokenHash     string        `db:"token_hash"`
+	ClientName    string        `db:"client_name"`
+	ClientVersion string        `db:"client_version"`
+	Platform      string        `db:"platform"`
+	Metadata      string        `db:"metadata"`
+	AutoApprove   bool          `db:"auto_approve"`
+	CreatedAt     int64         `db:"created_at"`
+	LastSeenAt    int64         `db:"last_seen_at"`
+	ClosedAt      sql.NullInt64 `db:"closed_at"`
+	CloseReason   string        `db:"close_reason"`
+}
+
+// Closed reports whether the session was closed or expired.
+func (r *SessionRow) Closed() bool { return r.ClosedAt.Valid }
+
+// Session converts the row to its wire form.
+func (r *SessionRow) Session() toolgate.Session {
+	s := toolgate.Session{
+		ID:          r.ID,
+		Client:      toolgate.ClientInfo{Name: r.ClientName, Version: r.ClientVersion, Platform: r.Platform},
+		AutoApprove: r.AutoApprove,
+		CreatedAt:   toolgate.NewTime(fromMS(r.CreatedAt)),
+		LastSeenAt:  toolgate.NewTime(fromMS(r.LastSeenAt)),
+		ClosedAt:    toolgate.TimePtr(fromNullMS(r.ClosedAt)),
+		CloseReason: r.CloseReason,
+	}
+	if r.Metadata != "" && r.Metadata != "{}" {
+		s.Metadata = []byte(r.Metadata)
+	}
+	return s
+}
+
+const sessionColumns = `id, token_hash, client_name, client_version, platform, metadata, auto_approve, created_at, last_seen_at, closed_at, close_reason`
+
+// InsertSession stores a new session.
+func (tx *Tx) InsertSession(r *SessionRow) error {
+	_, err := tx.NamedExec(`INSERT INTO sessions (`+sessionColumns+`) VALUES
+		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason)`, r)
+	return err
+}
+
+// TouchSession records when a session was last seen.
+func (tx *Tx) TouchSession(id string, seen time.Time) error {
+	_, err := tx.Exec(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`, ms(seen), id, ms(seen))
+	return err
+}
+
+// SetAutoApprove changes a session's auto-approve setting.
+func (tx *Tx) SetAutoApprove(id string, on bool) error {
+	_, err := tx.Exec(`UPDATE sessions SET auto_approve = ? WHERE id = ?`, on, id)
+	return err
+}
+
+// CloseSession marks an open session closed (reason "closed" or "expired")
+// and removes its tools; its calls and events stay as history. It reports
+// false when the session was already closed.
+func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
+	res, err := tx.Exec(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = MAX(last_seen_at, ?) WHERE id = ? AND closed_at IS NULL`,
+		ms(now), reason, ms(now), id)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	_, err = tx.Exec(`DELETE FROM tools WHERE session_id = ?`, id)
+	return true, err
+}
+
+// GetSession reads one session; nil when there is none with that id.
+func (s *Store) GetSession(ctx context.Context, id string) (*SessionRow, error) {
+	var r SessionRow
+	err := s.readers.GetContext(ctx, &r, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ListSessions lists sessions, newest first; closed ones only when asked.
+func (s *Store) ListSessions(ctx context.Context, includeClosed bool, limit int) ([]SessionRow, error) {
+	q := `SELECT ` + sessionColumns + ` FROM sessions`
+	if !includeClosed {
+		q += ` WHERE closed_at IS NULL`
+	}
+	q += ` ORDER BY created_at DESC LIMIT ?`
+	var rows []SessionRow
+	err := s.readers.SelectContext(ctx, &rows, q, limit)
+	return rows, err
+}
+
+// OpenSessions lists every session that is neither closed nor expired.
+func (s *Store) OpenSessions(ctx context.Context) ([]SessionRow, error) {
+	var rows []SessionRow
+	err := s.readers.SelectContext(ctx, &rows, `SELECT `+sessionColumns+` FROM sessions WHERE closed_at IS NULL`)
+	return rows, err
+}
+
+// FindSessionByTokenHash returns the session whose token has the hash, or nil.
+func (s *Store) FindSessionByTokenHash(ctx context.Context, hash string) (*SessionRow, error) {
+	var r SessionRow
+	err := s.readers.GetContext(ctx, &r, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = ?`, hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

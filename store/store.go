@@ -1,0 +1,204 @@
+// Package store keeps toolgate's state in SQLite through sqlx on
+// modernc.org/sqlite (pure Go, no cgo): sessions, their tools, calls and the
+// per-session event log.
+//
+// Writes go through one writer goroutine that groups the operations waiting
+// for it into one transaction (group commit), so many small state changes
+// cost one fsync-free WAL commit between them; each operation still gets its
+// own result, and a failing operation is rolled back to its savepoint without
+// disturbing the others in the batch. Reads use a separate read-only pool,
+// which WAL mode lets run beside the writer.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/toolgate/toolgate/migrations"
+)
+
+// ErrClosed is returned by writes submitted after Close.
+var ErrClosed = errors.New("store: closed")
+
+// Store is an open toolgate database.
+type Store struct {
+	writer  *sqlx.DB // exactly one connection: SQLite has one writer anyway
+	readers *sqlx.DB // read-only pool
+
+	mu     sync.RWMutex // guards closed against sends on ops
+	closed bool
+	ops    chan *writeOp
+	done   chan struct{}
+
+	transactions atomic.Int64
+	operations   atomic.Int64
+
+	// Now is the clock; tests may replace it before use.
+	Now func() time.Time
+}
+
+// dsn builds the connection string. busy_timeout comes first so that the
+// pragmas after it wait for a lock rather than fail; WAL lets readers run
+// beside the writer; synchronous(NORMAL) in WAL mode is durable against a
+// process crash (kill -9) and loses at most the last commits on power loss;
+// _txlock=immediate makes BEGIN take the write lock up front, so a
+// read-then-write transaction never fails half-way with SQLITE_BUSY.
+func dsn(path string, readOnly bool) string {
+	q := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	if readOnly {
+		q += "&_pragma=query_only(1)"
+	} else {
+		q += "&_txlock=immediate"
+	}
+	return "file:" + path + "?" + q
+}
+
+// Open opens (creating if needed) the database at path, applies pending
+// migrations and starts the writer.
+func Open(path string) (*Store, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("store: database path %q must not contain '?' or '#'", path)
+	}
+	writer, err := sqlx.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, err
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	if err := writer.Ping(); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := migrate(writer); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	readers, err := sqlx.Open("sqlite", dsn(path, true))
+	if err != nil {
+		writer.Close()
+		return nil, err
+	}
+	readers.SetMaxOpenConns(8)
+	readers.SetMaxIdleConns(8)
+	s := &Store{
+		writer:  writer,
+		readers: readers,
+		ops:     make(chan *writeOp, 1024),
+		done:    make(chan struct{}),
+		Now:     time.Now,
+	}
+	go s.runWriter()
+	return s, nil
+}
+
+// Close stops the writer after the operations already submitted, then
+// closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.ops)
+	s.mu.Unlock()
+	<-s.done
+	return errors.Join(s.readers.Close(), s.writer.Close())
+}
+
+// Transactions returns how many write transactions have been committed or
+// attempted since Open; Operations how many write operations they carried.
+// Their ratio is the group-commit factor.
+func (s *Store) Transactions() int64 { return s.transactions.Load() }
+
+// Operations returns how many write operations have been run since Open.
+func (s *Store) Operations() int64 { return s.operations.Load() }
+
+// migrate applies, in name order, the embedded migrations not yet recorded,
+// each in its own transaction with its record.
+func migrate(db *sqlx.DB) error {
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("store: create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var n int
+		if err := db.Get(&n, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name); err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := fs.ReadFile(migrations.FS, name)
+		if err != nil {
+			return err
+		}
+		tx, err := db.Beginx()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store: migration %s: %w", name, err)
+		}
+		if _, err := tx.Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("store: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Setting reads a value from the settings table; ok is false when unset.
+func (s *Store) Setting(ctx context.Context, key string) (value string, ok bool, err error) {
+	err = s.readers.GetContext(ctx, &value, `SELECT value FROM settings WHERE key = ?`, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return value, err == nil, err
+}
+
+// PutSetting stores a value in the settings table.
+func (tx *Tx) PutSetting(key, value string) error {
+	_, err := tx.Exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	return err
+}
+
+// ms turns a time into the stored Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS turns stored Unix milliseconds into a time in UTC.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// fromNullMS turns a nullable column into a time, zero when NULL.
+func fromNullMS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMS(v.Int64)
+}
+
+// Ping checks that the database answers a read.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.readers.GetContext(ctx, &one, `SELECT 1`)
+}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// ToolRow is a registered tool as stored.
+type ToolRow struct {
+	SessionID        string `db:"session_id"`
+	Name             string `db:"name"`
+	Description      string `db:"description"`
+	Parameters       string `db:"parameters"`
+	TimeoutMS        int64  `db:"timeout_ms"`
+	RequiresApproval string `db:"requires_approval"`
+	RatePerMinute    int    `db:"rate_per_minute"`
+	RatePerHour      int    `db:"rate_per_hour"`
+	ReadOnly         bool   `db:"read_only"`
+	RegisteredAt     int64  `db:"registered_at"`
+}
+
+// Spec converts the row to the tool's spec.
+func (r *ToolRow) Spec() toolgate.ToolSpec {
+	spec := toolgate.ToolSpec{
+		Name:             r.Name,
+		Description:      r.Description,
+		Parameters:       []byte(r.Parameters),
+		TimeoutMS:        r.TimeoutMS,
+		RequiresApproval: toolgate.Approval(r.RequiresApproval),
+		ReadOnly:         r.ReadOnly,
+	}
+	if r.RatePerMinute > 0 || r.RatePerHour > 0 {
+		spec.RateLimit = &toolgate.RateLimit{RequestsPerMinute: r.RatePerMinute, RequestsPerHour: r.RatePerHour}
+	}
+	return spec
+}
+
+// RegisteredTime returns when the tool was registered.
+func (r *ToolRow) RegisteredTime() time.Time { return fromMS(r.RegisteredAt) }
+
+// NewToolRow builds the stored form of a validated spec.
+func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow {
+	r := ToolRow{
+		SessionID:        sessionID,
+		Name:             spec.Name,
+		Description:      spec.Description,
+		Parameters:       string(spec.Parameters),
+		TimeoutMS:        spec.TimeoutMS,
+		RequiresApproval: string(spec.RequiresApproval),
+		ReadOnly:         spec.ReadOnly,
+		RegisteredAt:     ms(now),
+	}
+	if r.RequiresApproval == "" {
+		r.RequiresApproval = string(toolgate.ApprovalNever)
+	}
+	if spec.RateLimit != nil {
+		r.RatePerMinute = spec.RateLimit.RequestsPerMinute
+		r.RatePerHour = spec.RateLimit.RequestsPerHour
+	}
+	return r
+}
+
+const toolColumns = `session_id, name, description, parameters, timeout_ms, requires_approval, rate_per_minute, rate_per_hour, read_only, registered_at`
+
+// UpsertTool registers a tool or replaces the session's tool of that name.
+func (tx *Tx) UpsertTool(r *ToolRow) error {
+	_, err := tx.NamedExec(`INSERT INTO tools (`+toolColumns+`) VALUES
+		(:session_id, :name, :description, :parameters, :timeout_ms, :requires_approval, :rate_per_minute, :rate_per_hour, :read_only, :registered_at)
+		ON CONFLICT (session_id, name) DO UPDATE SET
+		description = excluded.description, parameters = excluded.parameters, timeout_ms = excluded.timeout_ms,
+		requires_approval = excluded.requires_approval, rate_per_minute = excluded.rate_per_minute,
+		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`, r)
+	return err
+}
+
+// DeleteTool removes one tool of a session; false when it had none by that name.
+func (tx *Tx) DeleteTool(sessionID, name string) (bool, error) {
+	res, err := tx.Exec(`DELETE FROM tools WHERE session_id = ? AND name = ?`, sessionID, name)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// SessionTools lists the tools of one session, within a write transaction.
+func (tx *Tx) SessionTools(sessionID string) ([]ToolRow, error) {
+	var rows []ToolRow
+	err := tx.Select(&rows, `SELECT `+toolColumns+` FROM tools WHERE session_id = ? ORDER BY name`, sessionID)
+	return rows, err
+}
+
+// ListTools lists the tools of every open session, or of one when
+// sessionID is set, ordered by session and name.
+func (s *Store) ListTools(ctx context.Context, sessionID string) ([]ToolRow, error) {
+	var rows []ToolRow
+	q := `SELECT t.session_id, t.name, t.description, t.parameters, t.timeout_ms, t.requires_approval, t.rate_per_minute, t.rate_per_hour, t.read_only, t.registered_at
+		FROM tools t JOIN sessions s ON s.id = t.session_id WHERE s.closed_at IS NULL`
+	args := []any{}
+	if sessionID != "" {
+		q += ` AND t.session_id = ?`
+		args = append(args, sessionID)
+	}
+	q += ` ORDER BY t.session_id, t.name`
+	err := s.readers.SelectContext(ctx, &rows, q, args...)
+	return rows, err
+}

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// maxBatch bounds how many operations share one transaction, so a burst
+// cannot hold the write lock (and the waiting callers) for long.
+const maxBatch = 256
+
+// Tx is a write transaction handed to an operation. Its methods are the
+// store's write primitives; an operation composes them.
+type Tx struct {
+	*sqlx.Tx
+}
+
+// writeOp is one operation waiting for the writer.
+type writeOp struct {
+	fn     func(tx *Tx) error
+	result chan error // nil for an operation nobody waits on
+}
+
+// Write runs fn in a write transaction and returns once that transaction is
+// committed (nil) or fn's work is rolled back (its error). fn may share the
+// transaction with other operations: it must do all its work through tx and
+// keep no effects outside it, because an error of its own rolls back only
+// its part, while a failed commit fails the whole batch.
+//
+// Write waits for the outcome even when ctx ends after the operation was
+// handed over, so a caller never reports failure for a change that committed.
+func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	op := &writeOp{fn: fn, result: make(chan error, 1)}
+	if err := s.submit(ctx, op); err != nil {
+		return err
+	}
+	return <-op.result
+}
+
+// WriteAsync hands fn to the writer without waiting; an error is logged.
+// It is for bookkeeping nobody is told about (such as marking calls
+// delivered), where the writer's batching should absorb the cost.
+func (s *Store) WriteAsync(fn func(tx *Tx) error) {
+	_ = s.submit(context.Background(), &writeOp{fn: fn})
+}
+
+func (s *Store) submit(ctx context.Context, op *writeOp) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.ops <- op:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runWriter is the single writer: it takes every operation already waiting
+// (up to maxBatch) and commits them together.
+func (s *Store) runWriter() {
+	defer close(s.done)
+	batch := make([]*writeOp, 0, maxBatch)
+	for op := range s.ops {
+		batch = append(batch[:0], op)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case next, ok := <-s.ops:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, next)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+// commitBatch runs the operations in one transaction. With more than one
+// operation each runs inside a savepoint, so one operation's error undoes
+// only its own writes.
+func (s *Store) commitBatch(batch []*writeOp) {
+	s.transactions.Add(1)
+	s.operations.Add(int64(len(batch)))
+	errs := make([]error, len(batch))
+	finish := func(commitErr error) {
+		for i, op := range batch {
+			err := errs[i]
+			if err == nil {
+				err = commitErr
+			}
+			if op.result != nil {
+				op.result <- err
+			} else if err != nil {
+				slog.Error("store: background write failed", "err", err)
+			}
+		}
+	}
+	sqlTx, err := s.writer.Beginx()
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		finish(nil)
+		return
+	}
+	tx := &Tx{Tx: sqlTx}
+	if len(batch) == 1 {
+		if errs[0] = runOp(batch[0], tx); errs[0] != nil {
+			sqlTx.Rollback()
+			finish(nil)
+			return
+		}
+		finish(sqlTx.Commit())
+		return
+	}
+	for i, op := range batch {
+		if _, err := sqlTx.Exec(`SAVEPOINT op`); err != nil {
+			errs[i] = err
+			continue
+		}
+		if errs[i] = runOp(op, tx); errs[i] != nil {
+			if _, err := sqlTx.Exec(`ROLLBACK TO op`); err != nil {
+				// The transaction is unusable; fail every operation.
+				sqlTx.Rollback()
+				for j := range errs {
+					if errs[j] == nil {
+						errs[j] = err
+					}
+				}
+				finish(nil)
+				return
+			}
+		}
+		if _, err := sqlTx.Exec(`RELEASE op`); err != nil && errs[i] == nil {
+			errs[i] = err
+		}
+	}
+	finish(sqlTx.Commit())
+}
+
+// runOp runs one operation, turning a panic into an error so that one bad
+// operation cannot take the writer down.
+func runOp(op *writeOp, tx *Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("store: write operation panicked", "panic", r)
+			err = errPanic
+		}
+	}()
+	return op.fn(tx)
+}
+
+type panicError struct{}
+
+func (panicError) Error() string { return "store: write operation panicked" }
+
+var errPanic error = panicError{}
