@@ -36,6 +36,10 @@ type Config struct {
 	// ToolNamePattern, when set, is a regular expression every registered
 	// tool name must also match (the gateway's name policy).
 	ToolNamePattern string
+
+	// Now, when set, replaces the wall clock for grace, time-to-live and
+	// pruning decisions (tests use it to move time without sleeping).
+	Now func() time.Time
 }
 
 // DefaultConfig returns the embedded defaults.

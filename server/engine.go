@@ -81,6 +81,9 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		waiters:  map[string]*callWaiters{},
 		stop:     make(chan struct{}),
 	}
+	if cfg.Now != nil {
+		e.now = cfg.Now
+	}
 	if cfg.ToolNamePattern != "" {
 		re, err := regexp.Compile(cfg.ToolNamePattern)
 		if err != nil {
