@@ -33,7 +33,13 @@ func (c *Client) runPolls(ctx context.Context, standIn bool) (streamOutcome, boo
 			return outcomeRetryStream, healthy
 		}
 		cursor, useCursor := c.streamPosition()
-		reply, err := c.api.poll(ctx, sess, cursor, useCursor, wait)
+		// The first poll is not held, so the client knows at once that
+		// it is connected and gets the open calls.
+		hold := wait
+		if !healthy {
+			hold = 0
+		}
+		reply, err := c.api.poll(ctx, sess, cursor, useCursor, hold)
 		switch {
 		case ctx.Err() != nil:
 			return outcomeStopped, healthy

@@ -1,0 +1,118 @@
+package mobile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuildToolSpecChecksLikeTheGateway(t *testing.T) {
+	t.Parallel()
+	bad := []struct{ name, description, params string }{
+		{"has space", "d", ""},
+		{strings.Repeat("a", 65), "d", ""},
+		{"ok", "  ", ""},
+		{"ok", strings.Repeat("x", 4097), ""},
+		{"ok", "d", `[1]`},
+		{"ok", "d", `{"type":"string"}`},
+	}
+	for _, b := range bad {
+		if _, err := buildToolSpec(b.name, b.description, b.params, nil); err == nil {
+			t.Errorf("buildToolSpec(%.20q, %.20q, %q) accepted", b.name, b.description, b.params)
+		}
+	}
+	if _, err := buildToolSpec("ok", "d", "", &ToolOptions{RequiresApproval: "sometimes"}); err == nil {
+		t.Error("an unknown approval was accepted")
+	}
+	spec, err := buildToolSpec("camera_snap", "Take a photo", `{"type":"object","properties":{"flash":{"type":"boolean"}}}`,
+		&ToolOptions{TimeoutMS: 60000, RequiresApproval: "always", RequestsPerMinute: 6, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(spec)
+	want := `{"name":"camera_snap","description":"Take a photo","parameters":{"type":"object","properties":{"flash":{"type":"boolean"}}},"timeout_ms":60000,"requires_approval":"always","rate_limit":{"requests_per_minute":6},"read_only":true}`
+	if string(b) != want {
+		t.Errorf("spec on the wire:\n got %s\nwant %s", b, want)
+	}
+}
+
+func TestOutputJSON(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{`{"a":1}`: `{"a":1}`, `42`: `42`, `hello`: `"hello"`, ``: `""`, `"quoted"`: `"quoted"`} {
+		if got := string(outputJSON(in)); got != want {
+			t.Errorf("outputJSON(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestAsToolErrorKeepsCodes(t *testing.T) {
+	t.Parallel()
+	wrapped := fmt.Errorf("reading contacts: %w", NewToolError(CodePermissionDenied, "no access", `{"scope":"contacts"}`))
+	if te := asToolError(wrapped); te.Code != CodePermissionDenied || te.DetailsJSON != `{"scope":"contacts"}` {
+		t.Errorf("wrapped tool error became %+v", te)
+	}
+	if te := asToolError(errors.New("disk full")); te.Code != CodeInternalError || te.Message != "disk full" {
+		t.Errorf("plain error became %+v", te)
+	}
+	if d := NewToolError(CodeInvalidArgs, "x", "not json").details(); d != nil {
+		t.Errorf("details that are not an object were sent: %s", d)
+	}
+}
+
+func TestCallTableRunsACallOnce(t *testing.T) {
+	t.Parallel()
+	table := newCallTable(3)
+	call := func(id string) *Call {
+		return &Call{id: id, cancelled: make(chan struct{}), finished: make(chan struct{})}
+	}
+	first := call("a")
+	if !table.admit(first) || table.admit(call("a")) {
+		t.Fatal("the same call id was admitted twice")
+	}
+	if table.cancel("a", "timeout"); !first.Cancelled() || first.CancelReason() != "timeout" {
+		t.Fatal("cancel did not reach the running call")
+	}
+	table.finish("a")
+	if table.admit(call("a")) {
+		t.Fatal("a finished call was admitted again")
+	}
+	// A cancellation that arrives before its request keeps the request out.
+	table.cancel("b", "cancelled")
+	if table.admit(call("b")) {
+		t.Fatal("a call cancelled before it arrived was admitted")
+	}
+	// Past the limit the oldest ids are forgotten.
+	for _, id := range []string{"c", "d", "e", "f"} {
+		table.admit(call(id))
+		table.finish(id)
+	}
+	if !table.admit(call("a")) {
+		t.Error("the oldest id was not forgotten past the limit")
+	}
+}
+
+func TestFileSessionStore(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "nested", "session.json")
+	store := NewFileSessionStore(path)
+	if state, err := store.Load(); state != nil || err != nil {
+		t.Fatalf("empty store loaded %+v, %v", state, err)
+	}
+	want := SessionState{GatewayURL: "http://127.0.0.1:1", SessionID: "s1", Token: "secret", Cursor: 42}
+	if err := store.Save(&want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewFileSessionStore(path).Load()
+	if err != nil || got == nil || *got != want {
+		t.Fatalf("loaded %+v, %v; want %+v", got, err, want)
+	}
+	if err := store.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if state, err := store.Load(); state != nil || err != nil {
+		t.Fatalf("cleared store loaded %+v, %v", state, err)
+	}
+}
