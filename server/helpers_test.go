@@ -347,3 +347,6 @@ func decodeResponse(t testing.TB, req *http.Request, wantStatus int, out any) {
 		t.Error(err)
 	}
 }
+
+// serverConfig is server.Config, named short for test set-up functions.
+type serverConfig = server.Config
