@@ -50,16 +50,27 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.Close()
-	var events []toolgate.Event
-	if resume != "" {
-		events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
-	} else {
-		events, cursor, err = a.eng.OpenEvents(ctx, sid)
+	// Without a cursor the client gets every open call. With one it gets
+	// the events after it, and before them again the open calls it was sent
+	// earlier: a client that restarted with its stored cursor has lost the
+	// handlers it was running, and a live one de-duplicates by call id.
+	events, last, err := a.eng.OpenEvents(ctx, sid)
+	if err == nil && resume != "" {
+		var earlier []toolgate.Event
+		for _, ev := range events {
+			if ev.Seq <= cursor {
+				earlier = append(earlier, ev)
+			}
+		}
+		var after []toolgate.Event
+		after, last, err = a.eng.EventsAfter(ctx, sid, cursor)
+		events = append(earlier, after...)
 	}
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
+	cursor = last
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")

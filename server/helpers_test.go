@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func startGateway(t testing.TB, configure func(*server.Config)) *gateway {
 	if configure != nil {
 		configure(&cfg)
 	}
-	srv, err := server.New(context.Background(), cfg, nil)
+	srv, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

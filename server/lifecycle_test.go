@@ -1,0 +1,176 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a wall clock that a test can move forward.
+type fakeClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// TestSessionClose: closing cancels open calls (callers see CANCELLED,
+// the stream gets call_cancelled with reason session_closed and ends),
+// refuses the token afterwards and keeps the history.
+func TestSessionClose(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("closing")
+	g.register(s, echoTool)
+	st := g.openStream(s, "")
+	rec := g.startCall(s, "echo", map[string]any{"text": "x"}, 0)
+	st.nextOfType("tool_call_request")
+
+	g.call("POST", "/v1/sessions/"+s.ID+"/close", s.Token, nil, 200, nil)
+	if got := g.waitCall(rec.ID); got.Status != "cancelled" || got.Error.Code != "CANCELLED" {
+		t.Fatalf("call after close = %+v", got)
+	}
+	if ev := st.nextOfType("call_cancelled"); ev.Data["reason"] != "session_closed" {
+		t.Fatalf("event = %+v", ev)
+	}
+	if !st.ended() {
+		t.Fatal("stream still open after the session closed")
+	}
+	status, body := g.do("POST", "/v1/sessions/"+s.ID+"/tools", s.Token, `{"tools":[]}`)
+	if status != 401 || !strings.Contains(string(body), "closed") {
+		t.Fatalf("token after close: %d %s", status, body)
+	}
+	var view struct {
+		ClosedAt    string `json:"closed_at"`
+		CloseReason string `json:"close_reason"`
+	}
+	g.call("GET", "/v1/sessions/"+s.ID, testAgentKey, nil, 200, &view)
+	if view.ClosedAt == "" || view.CloseReason != "closed" {
+		t.Fatalf("session view = %+v", view)
+	}
+	var list struct {
+		Calls []callRecord `json:"calls"`
+	}
+	g.call("GET", "/v1/calls?session_id="+s.ID, testAgentKey, nil, 200, &list)
+	if len(list.Calls) != 1 {
+		t.Fatalf("history = %+v", list.Calls)
+	}
+	status, body = g.do("POST", "/v1/calls", testAgentKey, map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "x"}})
+	if status != 404 {
+		t.Fatalf("call on closed session: %d %s", status, body)
+	}
+}
+
+// TestOfflineGraceAndExpiry: an offline session's tools stay callable for
+// the grace period, then calls fail fast with SESSION_OFFLINE and the tools
+// show offline; a poll brings it back; unseen for its time-to-live it
+// expires, its open calls are cancelled and its token refused.
+func TestOfflineGraceAndExpiry(t *testing.T) {
+	clock := &fakeClock{}
+	g := startGateway(t, func(c *serverConfig) {
+		c.Now = clock.Now
+		c.SessionGrace = time.Minute
+		c.SessionTTL = time.Hour
+		c.PollWait = time.Second
+		c.MaxTimeout = 3 * time.Hour
+	})
+	s := g.newSession("phone")
+	g.register(s, echoTool)
+
+	clock.Advance(30 * time.Second) // within grace: the call is accepted and waits
+	waiting := g.startCall(s, "echo", map[string]any{"text": "queued"}, int((2 * time.Hour).Milliseconds()))
+
+	clock.Advance(time.Minute) // past grace
+	status, body := g.do("POST", "/v1/calls", testAgentKey, map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "x"}})
+	if status != 503 || errorCode(body) != "SESSION_OFFLINE" {
+		t.Fatalf("call past grace: %d %s", status, body)
+	}
+	var tools struct {
+		Tools []struct {
+			Online bool `json:"online"`
+		} `json:"tools"`
+	}
+	g.call("GET", "/api/tools", testAgentKey, nil, 200, &tools)
+	if len(tools.Tools) != 1 || tools.Tools[0].Online {
+		t.Fatalf("tools past grace = %+v", tools)
+	}
+
+	// The client comes back by polling and receives the call that waited.
+	var poll struct {
+		Events []map[string]any `json:"events"`
+	}
+	g.call("GET", "/v1/sessions/"+s.ID+"/poll?wait_ms=0", s.Token, nil, 200, &poll)
+	if len(poll.Events) != 1 || poll.Events[0]["id"] != waiting.ID {
+		t.Fatalf("poll after return = %+v", poll)
+	}
+	g.call("POST", "/v1/calls", testAgentKey, map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "x"}, "wait": false}, 202, nil)
+
+	clock.Advance(2 * time.Hour) // unseen past its time-to-live
+	g.Server.Engine.Sweep(context.Background())
+	status, body = g.do("GET", "/v1/sessions/"+s.ID+"/poll?wait_ms=0", s.Token, nil)
+	if status != 401 || !strings.Contains(string(body), "expired") {
+		t.Fatalf("token after expiry: %d %s", status, body)
+	}
+	if got := g.waitCall(waiting.ID); got.Status != "cancelled" {
+		t.Fatalf("open call after expiry = %+v", got)
+	}
+	g.call("GET", "/api/tools", testAgentKey, nil, 200, &tools)
+	if len(tools.Tools) != 0 {
+		t.Fatalf("tools after expiry = %+v", tools)
+	}
+}
+
+// TestHealthAndMetrics: /healthz answers, /metrics speaks the Prometheus
+// text format with sessions online, calls by status and the latency
+// histogram.
+func TestHealthAndMetrics(t *testing.T) {
+	g := startGateway(t, nil)
+	g.call("GET", "/healthz", "", nil, 200, nil)
+	s := g.newSession("m")
+	g.register(s, echoTool)
+	st := g.openStream(s, "")
+	rec := g.startCall(s, "echo", map[string]any{"text": "x"}, 0)
+	st.nextOfType("tool_call_request")
+	g.answer(s, rec.ID, "ok")
+	g.waitCall(rec.ID)
+
+	status, body := g.do("GET", "/metrics", "", nil)
+	if status != 200 {
+		t.Fatalf("metrics: %d", status)
+	}
+	text := string(body)
+	for _, want := range []string{
+		"toolgate_sessions_online 1",
+		`toolgate_calls_total{status="completed"} 1`,
+		`toolgate_calls_total{status="pending"} 1`,
+		"toolgate_call_roundtrip_seconds_count 1",
+		"toolgate_db_transactions_total",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestStaticAssets: the page and the SDK are served from the binary.
+func TestStaticAssets(t *testing.T) {
+	g := startGateway(t, nil)
+	status, body := g.do("GET", "/", "", nil)
+	if status != 200 || !strings.Contains(strings.ToLower(string(body)), "<html") {
+		t.Fatalf("/: %d", status)
+	}
+	if status, body := g.do("GET", "/no-such-file.js", "", nil); status != 404 || errorCode(body) != "NOT_FOUND" {
+		t.Fatalf("missing asset: %d %s", status, body)
+	}
+}
