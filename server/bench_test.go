@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// answeringClient is a client over the real stream: it reads each
+// tool_call_request and posts a tool_result, until the stream ends.
+func answeringClient(tb testing.TB, g *gateway, s session) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", g.URL+"/v1/sessions/"+s.ID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		resultsURL := g.URL + "/v1/sessions/" + s.ID + "/results"
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "event: ready") {
+				close(ready)
+			}
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || !strings.Contains(data, `"tool_call_request"`) {
+				continue
+			}
+			var ev struct {
+				ID   string          `json:"id"`
+				Args json.RawMessage `json:"args"`
+			}
+			json.Unmarshal([]byte(data), &ev)
+			body, _ := json.Marshal(map[string]any{"type": "tool_result", "id": ev.ID, "success": true, "output": ev.Args})
+			post, _ := http.NewRequest("POST", resultsURL, bytes.NewReader(body))
+			post.Header.Set("Authorization", "Bearer "+s.Token)
+			r, err := http.DefaultClient.Do(post)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		tb.Fatal("stream not ready")
+	}
+	return func() { cancel(); <-done }
+}
+
+// BenchmarkRoundTrip measures one full call, one at a time, over real HTTP
+// with persistence on: the call is stored, the event goes out on the SSE
+// stream, the client posts its answer, the answer is stored and the caller
+// is woken. "engine" is an in-process caller (the agent loop's path);
+// "http" is a caller using POST /v1/calls with wait.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, via := range []string{"engine", "http"} {
+		b.Run(via, func(b *testing.B) {
+			g := startGateway(b, nil)
+			s := g.newSession("bench")
+			g.register(s, echoTool)
+			stop := answeringClient(b, g, s)
+			defer stop()
+			eng := g.Server.Engine
+			args := json.RawMessage(`{"text":"ping"}`)
+			httpBody, _ := json.Marshal(map[string]any{"session_id": s.ID, "tool": "echo", "args": args})
+			ctx := context.Background()
+			tx0 := g.Server.Store.Transactions()
+			b.ResetTimer()
+			for b.Loop() {
+				var status toolgate.CallStatus
+				if via == "engine" {
+					call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: s.ID, Tool: "echo", Args: args}, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					final, err := eng.WaitCall(ctx, call.ID, -1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					status = final.Status
+				} else {
+					req, _ := http.NewRequest("POST", g.URL+"/v1/calls", bytes.NewReader(httpBody))
+					req.Header.Set("Authorization", "Bearer "+testAgentKey)
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var rec callRecord
+					json.NewDecoder(resp.Body).Decode(&rec)
+					resp.Body.Close()
+					status = toolgate.CallStatus(rec.Status)
+				}
+				if status != toolgate.StatusCompleted {
+					b.Fatalf("status %s", status)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
+		})
+	}
+}
