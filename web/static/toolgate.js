@@ -397,10 +397,14 @@ export class ToolgateClient extends EventTarget {
       }, this.#sseRetryDelay);
     };
     scheduleProbe();
+    // The first poll asks for an answer at once, so the connection counts as
+    // live (and connect() resolves) without waiting a whole poll period.
+    let first = true;
     try {
       while (!pollController.signal.aborted) {
         const session = this.#session;
-        const waitMs = this.#opts.pollWaitMs ?? session.pollWaitMs ?? 25000;
+        const waitMs = first ? 0 : (this.#opts.pollWaitMs ?? session.pollWaitMs ?? 25000);
+        first = false;
         const held = new AbortController();
         const abortHeld = () => held.abort();
         pollController.signal.addEventListener("abort", abortHeld, { once: true });
