@@ -72,7 +72,7 @@ type Client struct {
 // "https://gateway.example.com"). It keeps its session in memory until
 // SetSessionStore gives it a lasting store.
 func NewClient(url string) *Client {
-	return &Client{
+	c := &Client{
 		api:           newGatewayAPI(url),
 		clientInfo:    toolgate.ClientInfo{Name: "toolgate-mobile", Platform: "other"},
 		store:         NewMemorySessionStore(),
@@ -88,6 +88,10 @@ func NewClient(url string) *Client {
 		lifeCtx:       context.Background(),
 		calls:         newCallTable(rememberedCallIDLimit),
 	}
+	// The outbox outlives a connection: answers made before Close are
+	// posted after the next Connect.
+	c.outbox = newOutbox(c, defaultMaxBatch)
+	return c
 }
 
 // SetClientKey sets the client key the gateway requires to create sessions
@@ -308,7 +312,6 @@ func (c *Client) Connect() error {
 	c.done = make(chan struct{})
 	c.sessionLost = make(chan struct{}, 1)
 	c.exec = newExecutor(c.workers, c.runCall)
-	c.outbox = newOutbox(c, defaultMaxBatch)
 	done := c.done
 	c.mu.Unlock()
 	go c.outbox.run(ctx)
@@ -335,17 +338,19 @@ func (c *Client) Close() {
 	for _, call := range exec.close() {
 		call.cancel(CancelClientClosed)
 	}
-	c.calls.cancelAll(CancelClientClosed)
+	// The calls cut short stay open at the gateway, which sends them again
+	// on the next connection: they must run again then.
+	c.calls.cancelAndForgetActive(CancelClientClosed)
 	select {
 	case <-out.idleChan():
 	case <-time.After(defaultCloseFlush):
-		c.log(LevelWarn, "closing with answers not yet acknowledged; the gateway sends their calls again on the next connection")
+		c.log(LevelWarn, "closing with answers not yet acknowledged; they are posted after the next Connect")
 	}
 	stop()
 	<-done
 	c.saveState()
 	c.mu.Lock()
-	c.done, c.exec, c.outbox = nil, nil, nil
+	c.done, c.exec = nil, nil
 	c.mu.Unlock()
 	c.setState(StateClosed, "")
 }

@@ -149,11 +149,26 @@ func (t *callTable) cancelAll(reason string) {
 	}
 }
 
-// finish forgets an active call; its id stays seen.
-func (t *callTable) finish(id string) {
+// cancelAndForgetActive cancels every active call and forgets its id, so
+// the same call delivered again later runs again.
+func (t *callTable) cancelAndForgetActive(reason string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.active, id)
+	for id, call := range t.active {
+		call.cancel(reason)
+		delete(t.seen, id)
+		delete(t.active, id)
+	}
+}
+
+// finish forgets an active call; its id stays seen. A newer copy of the
+// same call (admitted after Close forgot this one) is left alone.
+func (t *callTable) finish(call *Call) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active[call.id] == call {
+		delete(t.active, call.id)
+	}
 }
 
 // reset forgets everything (a new session starts a new id space).
@@ -183,7 +198,7 @@ func (t *callTable) markSeenLocked(id string) {
 // was cancelled meanwhile (the gateway has closed it: an answer would only
 // be refused).
 func (c *Client) runCall(call *Call) {
-	defer c.calls.finish(call.id)
+	defer c.calls.finish(call)
 	defer close(call.finished)
 	if call.Cancelled() {
 		c.log(LevelInfo, fmt.Sprintf("call %s (%s) cancelled (%s) before it ran", call.id, call.name, call.cancelReason))

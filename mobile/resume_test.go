@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +176,39 @@ func TestClosedClientReconnectedAnswersOpenCalls(t *testing.T) {
 		t.Errorf("after Close the running call is cancelled=%v (%q)", running.Cancelled(), running.CancelReason())
 	}
 	answerAfterRestart(t, g, statePath, first.SessionID(), call.ID)
+}
+
+// The same Client closed with a call running and connected again runs the
+// call again and answers it.
+func TestSameClientClosedAndConnectedAgainAnswersTheCallItCutShort(t *testing.T) {
+	g := gatewaytest.Start(t)
+	client, _ := newTestClient(t, g, mobile.TransportSSE)
+	client.RegisterTool("slow_job", "A job that takes long", "")
+	runs := make(chan *mobile.Call, 2)
+	var count atomic.Int32
+	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) {
+		runs <- call
+		if count.Add(1) == 1 {
+			call.WaitCancelled(20000)
+			return `"cut short"`, nil
+		}
+		return `"second run"`, nil
+	}))
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	call := startCall(t, g, client.SessionID(), "slow_job", `{}`, 60000)
+	select {
+	case <-runs:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call never ran")
+	}
+	client.Close()
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	done := getCall(t, g, call.ID, 15000)
+	if done.Status != toolgate.StatusCompleted || string(done.Output) != `"second run"` {
+		t.Fatalf("after Close and Connect the call is %s with %s", done.Status, done.Output)
+	}
 }

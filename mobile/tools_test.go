@@ -75,7 +75,7 @@ func TestCallTableRunsACallOnce(t *testing.T) {
 	if table.cancel("a", "timeout"); !first.Cancelled() || first.CancelReason() != "timeout" {
 		t.Fatal("cancel did not reach the running call")
 	}
-	table.finish("a")
+	table.finish(first)
 	if table.admit(call("a")) {
 		t.Fatal("a finished call was admitted again")
 	}
@@ -86,8 +86,9 @@ func TestCallTableRunsACallOnce(t *testing.T) {
 	}
 	// Past the limit the oldest ids are forgotten.
 	for _, id := range []string{"c", "d", "e", "f"} {
-		table.admit(call(id))
-		table.finish(id)
+		c := call(id)
+		table.admit(c)
+		table.finish(c)
 	}
 	if !table.admit(call("a")) {
 		t.Error("the oldest id was not forgotten past the limit")
