@@ -100,18 +100,32 @@ func (r *CallRow) SetIdempotencyKey(key string) {
 // SetRunID records the agent run a new call belongs to.
 func (r *CallRow) SetRunID(id string) { r.RunID = sql.NullString{String: id, Valid: id != ""} }
 
+var (
+	qInsertCall = namedQuery(`INSERT INTO calls (` + callColumns + `) VALUES
+		(:id, :session_id, :tool, :args, :status, :output, :error_code, :error_message, :error_details, :progress,
+		 :timeout_ms, :created_at, :delivered_at, :completed_at, :deadline, :attempts, :idempotency_key, :run_id)`)
+	qGetCall       = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
+	qCallByIdemKey = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ?`)
+	qFinishCall    = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
+	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
+	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + 1 WHERE id = ? AND status IN ('pending', 'delivered')`)
+	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
+	qOpenCallsOf   = query(`SELECT ` + callColumns + ` FROM calls WHERE session_id = ? AND status IN ` + openStatuses + ` ORDER BY id`)
+	qCountSince    = query(`SELECT COUNT(*) FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ?`)
+	qOpenDeadlines = query(`SELECT id, session_id, deadline FROM calls WHERE status IN ` + openStatuses + ` ORDER BY deadline`)
+	qCountByStatus = query(`SELECT status, COUNT(*) AS n FROM calls GROUP BY status`)
+)
+
 // InsertCall stores a new call.
 func (tx *Tx) InsertCall(r *CallRow) error {
-	_, err := tx.NamedExec(`INSERT INTO calls (`+callColumns+`) VALUES
-		(:id, :session_id, :tool, :args, :status, :output, :error_code, :error_message, :error_details, :progress,
-		 :timeout_ms, :created_at, :delivered_at, :completed_at, :deadline, :attempts, :idempotency_key, :run_id)`, r)
+	_, err := tx.namedExec(qInsertCall, r)
 	return err
 }
 
 // GetCall reads a call inside the transaction; nil when there is none.
 func (tx *Tx) GetCall(id string) (*CallRow, error) {
 	var r CallRow
-	err := tx.Get(&r, `SELECT `+callColumns+` FROM calls WHERE id = ?`, id)
+	err := tx.get(&r, qGetCall, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -143,8 +157,7 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 	if o.ErrorDetails != nil {
 		details = string(o.ErrorDetails)
 	}
-	res, err := tx.Exec(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?
-		WHERE id = ? AND status IN `+openStatuses, string(o.Status), output, code, message, details, ms(now), id)
+	res, err := tx.exec(qFinishCall, string(o.Status), output, code, message, details, ms(now), id)
 	if err != nil {
 		return false, err
 	}
@@ -155,7 +168,7 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 // SetCallStatus moves an open call between open statuses (for example from
 // awaiting_approval to pending), with a new deadline.
 func (tx *Tx) SetCallStatus(id string, status toolgate.CallStatus, deadline time.Time) (bool, error) {
-	res, err := tx.Exec(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN `+openStatuses, string(status), ms(deadline), id)
+	res, err := tx.exec(qSetCallStatus, string(status), ms(deadline), id)
 	if err != nil {
 		return false, err
 	}
@@ -166,24 +179,18 @@ func (tx *Tx) SetCallStatus(id string, status toolgate.CallStatus, deadline time
 // MarkDelivered records that the calls were written to a client: pending
 // becomes delivered, the first delivery time is kept, attempts count up.
 func (tx *Tx) MarkDelivered(ids []string, now time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, ms(now))
 	for _, id := range ids {
-		args = append(args, id)
+		if _, err := tx.exec(qMarkDelivered, ms(now), id); err != nil {
+			return err
+		}
 	}
-	_, err := tx.Exec(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END,
-		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + 1
-		WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`) AND status IN ('pending', 'delivered')`, args...)
-	return err
+	return nil
 }
 
 // SetProgress stores a call's latest progress and its new deadline; false
 // when the call is not open.
 func (tx *Tx) SetProgress(id string, progress []byte, deadline time.Time) (bool, error) {
-	res, err := tx.Exec(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN `+openStatuses, string(progress), ms(deadline), id)
+	res, err := tx.exec(qSetProgress, string(progress), ms(deadline), id)
 	if err != nil {
 		return false, err
 	}
@@ -194,7 +201,7 @@ func (tx *Tx) SetProgress(id string, progress []byte, deadline time.Time) (bool,
 // OpenCallsOfSession lists a session's open calls within a transaction.
 func (tx *Tx) OpenCallsOfSession(sessionID string) ([]CallRow, error) {
 	var rows []CallRow
-	err := tx.Select(&rows, `SELECT `+callColumns+` FROM calls WHERE session_id = ? AND status IN `+openStatuses+` ORDER BY id`, sessionID)
+	err := tx.sel(&rows, qOpenCallsOf, sessionID)
 	return rows, err
 }
 
@@ -202,14 +209,14 @@ func (tx *Tx) OpenCallsOfSession(sessionID string) ([]CallRow, error) {
 // after since, whatever became of them; rate limits are counted from it.
 func (tx *Tx) CountCallsSince(sessionID, tool string, since time.Time) (int, error) {
 	var n int
-	err := tx.Get(&n, `SELECT COUNT(*) FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ?`, sessionID, tool, ms(since))
+	err := tx.get(&n, qCountSince, sessionID, tool, ms(since))
 	return n, err
 }
 
 // GetCall reads a call; nil when there is none.
 func (s *Store) GetCall(ctx context.Context, id string) (*CallRow, error) {
 	var r CallRow
-	err := s.readers.GetContext(ctx, &r, `SELECT `+callColumns+` FROM calls WHERE id = ?`, id)
+	err := s.get(ctx, &r, qGetCall, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -222,7 +229,7 @@ func (s *Store) GetCall(ctx context.Context, id string) (*CallRow, error) {
 // FindCallByIdempotencyKey returns the call created with the key, or nil.
 func (s *Store) FindCallByIdempotencyKey(ctx context.Context, key string) (*CallRow, error) {
 	var r CallRow
-	err := s.readers.GetContext(ctx, &r, `SELECT `+callColumns+` FROM calls WHERE idempotency_key = ?`, key)
+	err := s.get(ctx, &r, qCallByIdemKey, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -286,7 +293,7 @@ func (d OpenCallDeadline) DeadlineTime() time.Time { return fromMS(d.Deadline) }
 // OpenCallDeadlines lists every open call's deadline, for recovery at start-up.
 func (s *Store) OpenCallDeadlines(ctx context.Context) ([]OpenCallDeadline, error) {
 	var rows []OpenCallDeadline
-	err := s.readers.SelectContext(ctx, &rows, `SELECT id, session_id, deadline FROM calls WHERE status IN `+openStatuses+` ORDER BY deadline`)
+	err := s.sel(ctx, &rows, qOpenDeadlines)
 	return rows, err
 }
 
@@ -296,7 +303,7 @@ func (s *Store) CountCallsByStatus(ctx context.Context) (map[string]int64, error
 		Status string `db:"status"`
 		N      int64  `db:"n"`
 	}
-	if err := s.readers.SelectContext(ctx, &rows, `SELECT status, COUNT(*) AS n FROM calls GROUP BY status`); err != nil {
+	if err := s.sel(ctx, &rows, qCountByStatus); err != nil {
 		return nil, err
 	}
 	out := make(map[string]int64, len(rows))

@@ -8,9 +8,23 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
+var (
+	qAppendEvent = query(`INSERT INTO events (session_id, type, call_id, data, created_at) VALUES (?, ?, ?, ?, ?)`)
+	qEventsAfter = query(`SELECT e.seq, e.type, COALESCE(e.call_id, ''), e.data, COALESCE(c.status, '')
+		FROM events e LEFT JOIN calls c ON c.id = e.call_id
+		WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`)
+	qLastEventSeq = query(`SELECT MAX(seq) FROM events WHERE session_id = ?`)
+	qOpenRequests = query(`SELECT e.seq, c.id, c.tool, c.args, c.deadline, c.attempts
+		FROM calls c JOIN events e ON e.call_id = c.id AND e.type = 'tool_call_request'
+		WHERE c.session_id = ? AND c.status IN ('pending', 'delivered') AND c.deadline > ?
+		ORDER BY c.id`)
+	qPruneEvents = query(`DELETE FROM events WHERE created_at < ? AND NOT (
+		type = 'tool_call_request' AND call_id IN (SELECT id FROM calls WHERE status IN ` + openStatuses + `))`)
+)
+
 // AppendEvent adds an event to a session's log and returns its cursor.
 func (tx *Tx) AppendEvent(sessionID, typ, callID string, data []byte, now time.Time) (int64, error) {
-	res, err := tx.Exec(`INSERT INTO events (session_id, type, call_id, data, created_at) VALUES (?, ?, ?, ?, ?)`,
+	res, err := tx.exec(qAppendEvent,
 		sessionID, typ, sql.NullString{String: callID, Valid: callID != ""}, string(data), ms(now))
 	if err != nil {
 		return 0, err
@@ -25,9 +39,7 @@ func (tx *Tx) AppendEvent(sessionID, typ, callID string, data []byte, now time.T
 // moves past both; full reports that limit events were looked at, so more
 // may follow.
 func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64, limit int) (events []toolgate.Event, last int64, full bool, err error) {
-	rows, err := s.readers.QueryContext(ctx, `SELECT e.seq, e.type, COALESCE(e.call_id, ''), e.data, COALESCE(c.status, '')
-		FROM events e LEFT JOIN calls c ON c.id = e.call_id
-		WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`, sessionID, cursor, limit)
+	rows, err := s.rows(ctx, qEventsAfter, sessionID, cursor, limit)
 	if err != nil {
 		return nil, cursor, false, err
 	}
@@ -54,7 +66,7 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64,
 // LastEventSeq returns the cursor of a session's newest event, 0 when none.
 func (s *Store) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
 	var seq sql.NullInt64
-	err := s.readers.GetContext(ctx, &seq, `SELECT MAX(seq) FROM events WHERE session_id = ?`, sessionID)
+	err := s.get(ctx, &seq, qLastEventSeq, sessionID)
 	return seq.Int64, err
 }
 
@@ -81,15 +93,12 @@ func (s *Store) OpenRequests(ctx context.Context, sessionID string, now time.Tim
 		return nil, 0, err
 	}
 	defer tx.Rollback()
-	err = tx.SelectContext(ctx, &reqs, `SELECT e.seq, c.id, c.tool, c.args, c.deadline, c.attempts
-		FROM calls c JOIN events e ON e.call_id = c.id AND e.type = 'tool_call_request'
-		WHERE c.session_id = ? AND c.status IN ('pending', 'delivered') AND c.deadline > ?
-		ORDER BY c.id`, sessionID, ms(now))
+	err = tx.SelectContext(ctx, &reqs, qOpenRequests, sessionID, ms(now))
 	if err != nil {
 		return nil, 0, err
 	}
 	var seq sql.NullInt64
-	if err := tx.GetContext(ctx, &seq, `SELECT MAX(seq) FROM events WHERE session_id = ?`, sessionID); err != nil {
+	if err := tx.GetContext(ctx, &seq, qLastEventSeq, sessionID); err != nil {
 		return nil, 0, err
 	}
 	return reqs, seq.Int64, nil
@@ -99,8 +108,7 @@ func (s *Store) OpenRequests(ctx context.Context, sessionID string, now time.Tim
 // call still open, so the log does not grow without bound. It returns how
 // many it deleted.
 func (tx *Tx) PruneEvents(before time.Time) (int64, error) {
-	res, err := tx.Exec(`DELETE FROM events WHERE created_at < ? AND NOT (
-		type = 'tool_call_request' AND call_id IN (SELECT id FROM calls WHERE status IN `+openStatuses+`))`, ms(before))
+	res, err := tx.exec(qPruneEvents, ms(before))
 	if err != nil {
 		return 0, err
 	}

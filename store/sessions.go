@@ -46,22 +46,33 @@ func (r *SessionRow) Session() toolgate.Session {
 
 const sessionColumns = `id, token_hash, client_name, client_version, platform, metadata, auto_approve, created_at, last_seen_at, closed_at, close_reason`
 
+var (
+	qInsertSession = namedQuery(`INSERT INTO sessions (` + sessionColumns + `) VALUES
+		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason)`)
+	qTouchSession   = query(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`)
+	qSetAutoApprove = query(`UPDATE sessions SET auto_approve = ? WHERE id = ?`)
+	qCloseSession   = query(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = MAX(last_seen_at, ?) WHERE id = ? AND closed_at IS NULL`)
+	qDeleteToolsOf  = query(`DELETE FROM tools WHERE session_id = ?`)
+	qGetSession     = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`)
+	qOpenSessions   = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE closed_at IS NULL`)
+	qSessionByToken = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE token_hash = ?`)
+)
+
 // InsertSession stores a new session.
 func (tx *Tx) InsertSession(r *SessionRow) error {
-	_, err := tx.NamedExec(`INSERT INTO sessions (`+sessionColumns+`) VALUES
-		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason)`, r)
+	_, err := tx.namedExec(qInsertSession, r)
 	return err
 }
 
 // TouchSession records when a session was last seen.
 func (tx *Tx) TouchSession(id string, seen time.Time) error {
-	_, err := tx.Exec(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`, ms(seen), id, ms(seen))
+	_, err := tx.exec(qTouchSession, ms(seen), id, ms(seen))
 	return err
 }
 
 // SetAutoApprove changes a session's auto-approve setting.
 func (tx *Tx) SetAutoApprove(id string, on bool) error {
-	_, err := tx.Exec(`UPDATE sessions SET auto_approve = ? WHERE id = ?`, on, id)
+	_, err := tx.exec(qSetAutoApprove, on, id)
 	return err
 }
 
@@ -69,22 +80,21 @@ func (tx *Tx) SetAutoApprove(id string, on bool) error {
 // and removes its tools; its calls and events stay as history. It reports
 // false when the session was already closed.
 func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
-	res, err := tx.Exec(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = MAX(last_seen_at, ?) WHERE id = ? AND closed_at IS NULL`,
-		ms(now), reason, ms(now), id)
+	res, err := tx.exec(qCloseSession, ms(now), reason, ms(now), id)
 	if err != nil {
 		return false, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return false, nil
 	}
-	_, err = tx.Exec(`DELETE FROM tools WHERE session_id = ?`, id)
+	_, err = tx.exec(qDeleteToolsOf, id)
 	return true, err
 }
 
 // GetSession reads one session; nil when there is none with that id.
 func (s *Store) GetSession(ctx context.Context, id string) (*SessionRow, error) {
 	var r SessionRow
-	err := s.readers.GetContext(ctx, &r, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id)
+	err := s.get(ctx, &r, qGetSession, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -109,14 +119,14 @@ func (s *Store) ListSessions(ctx context.Context, includeClosed bool, limit int)
 // OpenSessions lists every session that is neither closed nor expired.
 func (s *Store) OpenSessions(ctx context.Context) ([]SessionRow, error) {
 	var rows []SessionRow
-	err := s.readers.SelectContext(ctx, &rows, `SELECT `+sessionColumns+` FROM sessions WHERE closed_at IS NULL`)
+	err := s.sel(ctx, &rows, qOpenSessions)
 	return rows, err
 }
 
 // FindSessionByTokenHash returns the session whose token has the hash, or nil.
 func (s *Store) FindSessionByTokenHash(ctx context.Context, hash string) (*SessionRow, error) {
 	var r SessionRow
-	err := s.readers.GetContext(ctx, &r, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = ?`, hash)
+	err := s.get(ctx, &r, qSessionByToken, hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

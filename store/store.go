@@ -36,6 +36,9 @@ type Store struct {
 	writer  *sqlx.DB // exactly one connection: SQLite has one writer anyway
 	readers *sqlx.DB // read-only pool
 
+	writePrep *prepared // statements prepared on the writer's connection
+	readPrep  *prepared // statements prepared on the read pool
+
 	mu     sync.RWMutex // guards closed against sends on ops
 	closed bool
 	ops    chan *writeOp
@@ -92,12 +95,27 @@ func Open(path string) (*Store, error) {
 	}
 	readers.SetMaxOpenConns(8)
 	readers.SetMaxIdleConns(8)
+	writePrep, err := prepareAll(writer, true)
+	if err != nil {
+		writer.Close()
+		readers.Close()
+		return nil, err
+	}
+	readPrep, err := prepareAll(readers, false)
+	if err != nil {
+		writePrep.close()
+		writer.Close()
+		readers.Close()
+		return nil, err
+	}
 	s := &Store{
-		writer:  writer,
-		readers: readers,
-		ops:     make(chan *writeOp, 1024),
-		done:    make(chan struct{}),
-		Now:     time.Now,
+		writer:    writer,
+		readers:   readers,
+		writePrep: writePrep,
+		readPrep:  readPrep,
+		ops:       make(chan *writeOp, 1024),
+		done:      make(chan struct{}),
+		Now:       time.Now,
 	}
 	go s.runWriter()
 	return s, nil
@@ -115,6 +133,8 @@ func (s *Store) Close() error {
 	close(s.ops)
 	s.mu.Unlock()
 	<-s.done
+	s.writePrep.close()
+	s.readPrep.close()
 	return errors.Join(s.readers.Close(), s.writer.Close())
 }
 
@@ -168,9 +188,14 @@ func migrate(db *sqlx.DB) error {
 	return nil
 }
 
+var (
+	qGetSetting = query(`SELECT value FROM settings WHERE key = ?`)
+	qPutSetting = query(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+)
+
 // Setting reads a value from the settings table; ok is false when unset.
 func (s *Store) Setting(ctx context.Context, key string) (value string, ok bool, err error) {
-	err = s.readers.GetContext(ctx, &value, `SELECT value FROM settings WHERE key = ?`, key)
+	err = s.get(ctx, &value, qGetSetting, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -179,7 +204,7 @@ func (s *Store) Setting(ctx context.Context, key string) (value string, ok bool,
 
 // PutSetting stores a value in the settings table.
 func (tx *Tx) PutSetting(key, value string) error {
-	_, err := tx.Exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	_, err := tx.exec(qPutSetting, key, value)
 	return err
 }
 

@@ -64,20 +64,26 @@ func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow
 
 const toolColumns = `session_id, name, description, parameters, timeout_ms, requires_approval, rate_per_minute, rate_per_hour, read_only, registered_at`
 
-// UpsertTool registers a tool or replaces the session's tool of that name.
-func (tx *Tx) UpsertTool(r *ToolRow) error {
-	_, err := tx.NamedExec(`INSERT INTO tools (`+toolColumns+`) VALUES
+var (
+	qUpsertTool = namedQuery(`INSERT INTO tools (` + toolColumns + `) VALUES
 		(:session_id, :name, :description, :parameters, :timeout_ms, :requires_approval, :rate_per_minute, :rate_per_hour, :read_only, :registered_at)
 		ON CONFLICT (session_id, name) DO UPDATE SET
 		description = excluded.description, parameters = excluded.parameters, timeout_ms = excluded.timeout_ms,
 		requires_approval = excluded.requires_approval, rate_per_minute = excluded.rate_per_minute,
-		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`, r)
+		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`)
+	qDeleteTool   = query(`DELETE FROM tools WHERE session_id = ? AND name = ?`)
+	qSessionTools = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id = ? ORDER BY name`)
+)
+
+// UpsertTool registers a tool or replaces the session's tool of that name.
+func (tx *Tx) UpsertTool(r *ToolRow) error {
+	_, err := tx.namedExec(qUpsertTool, r)
 	return err
 }
 
 // DeleteTool removes one tool of a session; false when it had none by that name.
 func (tx *Tx) DeleteTool(sessionID, name string) (bool, error) {
-	res, err := tx.Exec(`DELETE FROM tools WHERE session_id = ? AND name = ?`, sessionID, name)
+	res, err := tx.exec(qDeleteTool, sessionID, name)
 	if err != nil {
 		return false, err
 	}
@@ -88,7 +94,7 @@ func (tx *Tx) DeleteTool(sessionID, name string) (bool, error) {
 // SessionTools lists the tools of one session, within a write transaction.
 func (tx *Tx) SessionTools(sessionID string) ([]ToolRow, error) {
 	var rows []ToolRow
-	err := tx.Select(&rows, `SELECT `+toolColumns+` FROM tools WHERE session_id = ? ORDER BY name`, sessionID)
+	err := tx.sel(&rows, qSessionTools, sessionID)
 	return rows, err
 }
 

@@ -15,6 +15,7 @@ const maxBatch = 256
 // store's write primitives; an operation composes them.
 type Tx struct {
 	*sqlx.Tx
+	prep *prepared
 }
 
 // writeOp is one operation waiting for the writer.
@@ -111,7 +112,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		finish(nil)
 		return
 	}
-	tx := &Tx{Tx: sqlTx}
+	tx := &Tx{Tx: sqlTx, prep: s.writePrep}
 	if len(batch) == 1 {
 		if errs[0] = runOp(batch[0], tx); errs[0] != nil {
 			sqlTx.Rollback()

@@ -1,0 +1,156 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+func openStore(t *testing.T) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "toolgate.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, path
+}
+
+func insertSession(t *testing.T, st *store.Store, id string) {
+	t.Helper()
+	now := time.Now()
+	err := st.Write(context.Background(), func(tx *store.Tx) error {
+		return tx.InsertSession(&store.SessionRow{ID: id, TokenHash: "hash-" + id, Metadata: "{}", CreatedAt: now.UnixMilli(), LastSeenAt: now.UnixMilli()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGroupCommitIsolatesFailures: operations submitted together share
+// transactions, yet one operation's error undoes only its own writes and a
+// panic is contained; every caller gets its own outcome.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	insertSession(t, st, "s")
+	const n = 200
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	tx0 := st.Transactions()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = st.Write(ctx, func(tx *store.Tx) error {
+				row := store.NewCallRow(callID(i), "s", "echo", []byte(`{}`), toolgate.StatusPending, time.Minute, time.Now())
+				if err := tx.InsertCall(&row); err != nil {
+					return err
+				}
+				switch i % 10 {
+				case 3:
+					return errors.New("refused") // its insert must be undone
+				case 7:
+					panic("bad operation")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	txs := st.Transactions() - tx0
+	for i, err := range errs {
+		row, gerr := st.GetCall(ctx, callID(i))
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		switch i % 10 {
+		case 3, 7:
+			if err == nil || row != nil {
+				t.Errorf("op %d: err %v, row %v; want an error and no row", i, err, row)
+			}
+		default:
+			if err != nil || row == nil {
+				t.Errorf("op %d: err %v, row %v; want it stored", i, err, row)
+			}
+		}
+	}
+	if txs >= n {
+		t.Errorf("%d operations took %d transactions: no grouping", n, txs)
+	}
+	t.Logf("%d operations in %d transactions", n, txs)
+}
+
+func callID(i int) string { return "call-" + time.Duration(i).String() }
+
+// TestReopenKeepsEverything: a closed store opens again with its data and
+// applies no migration twice.
+func TestReopenKeepsEverything(t *testing.T) {
+	st, path := openStore(t)
+	ctx := context.Background()
+	insertSession(t, st, "kept")
+	if err := st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting("k", "v") }); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := st.Write(ctx, func(tx *store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("write after close: %v", err)
+	}
+	again, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	row, err := again.GetSession(ctx, "kept")
+	if err != nil || row == nil {
+		t.Fatalf("session after reopen: %v %v", row, err)
+	}
+	if v, ok, err := again.Setting(ctx, "k"); err != nil || !ok || v != "v" {
+		t.Fatalf("setting after reopen: %q %v %v", v, ok, err)
+	}
+}
+
+// TestEventsAfterSkipsEndedRequests: the log leaves out requests for calls
+// that have ended, yet the cursor moves past them.
+func TestEventsAfterSkipsEndedRequests(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	insertSession(t, st, "s")
+	now := time.Now()
+	err := st.Write(ctx, func(tx *store.Tx) error {
+		for _, id := range []string{"a", "b"} {
+			row := store.NewCallRow(id, "s", "echo", []byte(`{}`), toolgate.StatusPending, time.Minute, now)
+			if err := tx.InsertCall(&row); err != nil {
+				return err
+			}
+			if _, err := tx.AppendEvent("s", toolgate.EventToolCallRequest, id, []byte(`{"id":"`+id+`"}`), now); err != nil {
+				return err
+			}
+		}
+		_, err := tx.FinishCall("b", store.Outcome{Status: toolgate.StatusCompleted, Output: []byte(`1`)}, now)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, last, full, err := st.EventsAfter(ctx, "s", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].CallID != "a" || full {
+		t.Fatalf("events = %+v", events)
+	}
+	if last != events[0].Seq+1 {
+		t.Fatalf("last = %d, want past the skipped event (%d)", last, events[0].Seq+1)
+	}
+	if _, _, full, _ := st.EventsAfter(ctx, "s", 0, 1); !full {
+		t.Fatal("a batch of one out of two should report full")
+	}
+}
