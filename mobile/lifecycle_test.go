@@ -249,3 +249,36 @@ func TestClientKeyIsRequiredWhenConfigured(t *testing.T) {
 		t.Fatalf("Connect with the client key: %v", err)
 	}
 }
+
+func TestEndSessionClosesItAtTheGatewayAndForgetsIt(t *testing.T) {
+	g := gatewaytest.Start(t)
+	store := mobile.NewFileSessionStore(t.TempDir() + "/session.json")
+	client, states := newTestClient(t, g, mobile.TransportSSE)
+	client.SetSessionStore(store)
+	client.RegisterTool("echo", "Echo", "")
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	sid := client.SessionID()
+	if len(sessionTools(t, g, sid)) != 1 {
+		t.Fatal("echo not registered")
+	}
+	if err := client.EndSession(); err != nil {
+		t.Fatal(err)
+	}
+	var all struct {
+		Tools []toolgate.ToolInfo `json:"tools"`
+	}
+	agentRequest(t, g, http.MethodGet, "/api/tools", nil, &all)
+	for _, tool := range all.Tools {
+		if tool.Source.SessionID == sid {
+			t.Errorf("after EndSession the gateway still lists %s", tool.Name)
+		}
+	}
+	if state, err := store.Load(); state != nil || err != nil {
+		t.Errorf("after EndSession the store holds %+v (%v)", state, err)
+	}
+	if !states.has("closed") {
+		t.Error("the listener was not told the client closed")
+	}
+}
