@@ -24,3 +24,8 @@ e2e:
 # Fails when gomobile cannot bind the mobile package.
 mobile-check:
 	bash mobile/check.sh
+
+# Measures toolgate against an in-memory WebSocket gateway and a bare HTTP
+# echo floor, in one run; writes bench/results.json and prints a table.
+bench:
+	$(GO) run ./cmd/toolgate-bench
