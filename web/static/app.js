@@ -73,13 +73,14 @@ const callLog = $('[data-testid="call-log"]');
 const callItems = new Map();
 let callsSeen = 0;
 
+/** What the call log shows for each phase of a call (see the SDK's "call" event). */
 const phaseText = {
   received: "running",
   progress: "running",
-  answered: "answered",
-  acknowledged: "delivered",
-  closed: "too late",
-  rejected: "refused",
+  answered: "sending answer",
+  acknowledged: "answered",
+  closed: "too late: call closed",
+  rejected: "answer refused",
   cancelled: "cancelled",
 };
 

@@ -132,7 +132,7 @@ function historyRow(call) {
       el("td", {}, [el("code", {}, call.tool), el("div", { class: "muted small" }, call.session_id ? `session ${shortId(call.session_id)}` : "built-in")]),
       el("td", {}, el("span", { class: "chip", dataset: { status: call.status } }, call.status)),
       el("td", { class: "small" }, formatDuration(call.duration_ms)),
-      el("td", { class: "small clamp" }, summary),
+      el("td", { class: "small" }, el("div", { class: "clamp" }, summary)),
     ],
   );
   const fragment = document.createDocumentFragment();

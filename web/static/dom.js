@@ -41,15 +41,19 @@ export function formatJSON(value) {
   return compact.length <= 60 ? compact : JSON.stringify(value, null, 2);
 }
 
-/** The first 8 characters of an id, enough to tell sessions apart on screen. */
+/**
+ * The last 8 characters of an id, enough to tell sessions apart on screen
+ * (the gateway's ids are time-ordered UUIDs, whose first characters are the
+ * same for sessions made close together).
+ */
 export function shortId(id) {
-  return typeof id === "string" ? id.slice(0, 8) : "—";
+  return typeof id === "string" ? id.slice(-8) : "—";
 }
 
 /** Local clock time of a date, e.g. "14:03:27". */
 export function timeOf(date) {
   const d = date instanceof Date ? date : new Date(date);
-  return Number.isNaN(d.getTime()) ? "—" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return Number.isNaN(d.getTime()) ? "—" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
 }
 
 /** A duration in ms as "850 ms" or "3.2 s". */

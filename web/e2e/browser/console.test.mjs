@@ -1,0 +1,118 @@
+// End-to-end tests of the operator console in the gateway's page (headless
+// Debian Chromium): tools with source and state, a call from the form with
+// its arguments checked against the schema, the history and its filters,
+// approvals and the chat's error message. Screenshots are kept as artifacts.
+import { test, before, after, beforeEach, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import { startGateway } from "../lib/gateway.mjs";
+import { launchBrowser, watchConsole, keepScreenshot } from "../lib/browser.mjs";
+
+let gw;
+let browser;
+let context;
+let page;
+let consoleWatch;
+
+before(async () => {
+  gw = await startGateway();
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await gw?.stop();
+});
+beforeEach(async () => {
+  context = await browser.newContext({ viewport: { width: 1360, height: 1000 } });
+  page = await context.newPage();
+  consoleWatch = watchConsole(page);
+});
+afterEach(async () => {
+  const problems = [...consoleWatch.problems];
+  await context.close();
+  assert.deepEqual(problems, [], "the page logged errors");
+});
+
+async function openConsole() {
+  await page.goto(`${gw.url}/#agent_key=${encodeURIComponent(gw.agentKey)}`);
+  await page.waitForSelector(`[data-testid="conn-state"][data-state="connected"]`, { timeout: 15000 });
+  const sessionId = await page.evaluate(() => globalThis.toolgateClient.sessionId);
+  await page.locator(`[data-testid="tools-table"] tr[data-tool="page_info"][data-session-id="${sessionId}"]`).waitFor({ timeout: 10000 });
+  return sessionId;
+}
+
+test("without the agent key the console asks for it; a wrong key is refused", async () => {
+  await page.goto(`${gw.url}/`);
+  await page.locator('[data-testid="key-form"]').waitFor();
+  assert.equal(await page.locator("#console-body").isHidden(), true);
+  await page.fill('[data-testid="key-form"] input[name="key"]', "not-the-key");
+  consoleWatch.allow(/status of 401/);
+  await page.click('[data-testid="key-form"] button[type="submit"]');
+  await page.locator('[data-testid="key-form"] [data-role="error"]').filter({ hasText: /refused/ }).waitFor({ timeout: 10000 });
+  await page.fill('[data-testid="key-form"] input[name="key"]', gw.agentKey);
+  await page.click('[data-testid="key-form"] button[type="submit"]');
+  await page.locator('[data-testid="tools-table"] tr[data-tool="ask_user"]').first().waitFor({ timeout: 10000 });
+});
+
+test("the console lists tools, calls one from the form after checking its arguments, and shows the history", async () => {
+  const sessionId = await openConsole();
+  assert.equal(new URL(page.url()).hash, "", "the key is taken out of the address bar");
+  const row = page.locator(`[data-testid="tools-table"] tr[data-tool="page_info"][data-session-id="${sessionId}"]`);
+  assert.match(await row.textContent(), /this page/);
+  assert.match(await row.textContent(), /online/);
+
+  // Arguments are checked against the schema before anything is sent.
+  await page.locator(`[data-testid="tools-table"] tr[data-tool="ask_user"][data-session-id="${sessionId}"] button`).click();
+  await page.fill('#call-form textarea[name="args"]', '{"question": 5, "colour": "red"}');
+  await page.click('#call-form button[type="submit"]');
+  const problems = page.locator('[data-testid="call-problems"] li');
+  await problems.first().waitFor();
+  const texts = await problems.allTextContents();
+  assert.ok(texts.some((t) => /question.*must be string/.test(t)), texts.join(" | "));
+  assert.ok(texts.some((t) => /colour.*not an allowed property/.test(t)), texts.join(" | "));
+  await page.fill('#call-form textarea[name="args"]', "{not json");
+  await page.click('#call-form button[type="submit"]');
+  await page.locator('[data-testid="call-problems"] li', { hasText: "not valid JSON" }).waitFor();
+
+  // A valid call goes through and the page itself answers it.
+  await page.selectOption('#call-form select[name="tool"]', `${sessionId}/page_info`);
+  await page.click('#call-form button[type="submit"]');
+  const result = page.locator('[data-testid="call-result"]');
+  await result.locator('.chip[data-status="completed"]').waitFor({ timeout: 10000 });
+  assert.match(await result.textContent(), /"title": "toolgate"/);
+
+  // The history shows it, and its filters narrow it.
+  const history = page.locator('[data-testid="history-table"] tbody');
+  await history.locator('tr[data-status="completed"]', { hasText: "page_info" }).first().waitFor({ timeout: 10000 });
+  await gw.call(sessionId, "ask_user", { question: "Pick one", choices: ["a", "b"] }, { wait: false, timeout_ms: 500 });
+  await page.fill('#history-filters input[name="tool"]', "ask_user");
+  await history.locator('tr[data-status="timed_out"]').first().waitFor({ timeout: 15000 });
+  assert.equal(await history.locator("tr.clickable").count(), 1, "only the ask_user call is listed");
+  await page.selectOption('#history-filters select[name="status"]', "completed");
+  await history.locator("td.empty").waitFor({ timeout: 10000 });
+  await page.fill('#history-filters input[name="tool"]', "");
+  await page.selectOption('#history-filters select[name="status"]', "");
+  await history.locator('tr[data-status="completed"]').first().click();
+  await history.locator("tr.details:not([hidden]) pre").first().waitFor();
+
+  await page.locator('[data-testid="approvals"] [data-role="approval-empty"]').waitFor();
+  await keepScreenshot(page, "page-with-console");
+});
+
+test("the chat shows the gateway's error when no model is configured", async () => {
+  await openConsole();
+  consoleWatch.allow(/Failed to load resource.*\/v1\/runs|status of (4|5)\d\d/);
+  await page.fill('#chat-form input[name="input"]', "What is the title of my page?");
+  await page.click('#chat-form button[type="submit"]');
+  const error = page.locator('[data-testid="chat"] li[data-role="error"]');
+  await error.waitFor({ timeout: 15000 });
+  assert.match(await error.textContent(), /The agent could not run: .+/);
+  assert.equal(await page.locator('[data-testid="chat"] li[data-role="user"]').textContent(), "What is the title of my page?");
+});
+
+test("the page is usable on a phone-sized screen", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await openConsole();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px`);
+  await keepScreenshot(page, "page-phone");
+});

@@ -1,0 +1,68 @@
+// Launches Debian's Chromium through playwright-core (Playwright's own
+// browser download does not work on these machines) with the flags a closed
+// network needs, and records every console error and page error so a test
+// can fail on them.
+
+import { chromium } from "playwright-core";
+import { existsSync, mkdirSync } from "node:fs";
+import { join, resolve, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Where screenshots are kept: $TOOLGATE_ARTIFACTS or <repo>/test-artifacts. */
+export const artifactsDir = process.env.TOOLGATE_ARTIFACTS ?? resolve(dirname(fileURLToPath(import.meta.url)), "../../../test-artifacts");
+
+/** The Chromium binary: $CHROMIUM_BIN or /usr/bin/chromium. */
+export function chromiumBinary() {
+  const path = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
+  if (!existsSync(path)) throw new Error(`Chromium not found at ${path} (apt-get install -y chromium, or set CHROMIUM_BIN)`);
+  return path;
+}
+
+/** Starts headless Chromium. Playwright gives every launch a fresh, empty profile directory. */
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: chromiumBinary(),
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+/**
+ * Watches a page for console errors and uncaught exceptions.
+ * `problems` lists them as strings; `allow(re)` tolerates messages matching re.
+ */
+export function watchConsole(page) {
+  const problems = [];
+  const allowed = [];
+  page.on("console", (msg) => {
+    if (msg.type() !== "error") return;
+    const text = `console.error: ${msg.text()} (${msg.location()?.url ?? ""})`;
+    if (!allowed.some((re) => re.test(text))) problems.push(text);
+  });
+  page.on("pageerror", (err) => problems.push(`uncaught: ${err.stack ?? err.message}`));
+  return {
+    problems,
+    allow(re) {
+      allowed.push(re);
+    },
+  };
+}
+
+/** Saves a full-page screenshot as test-artifacts/<name>.png and returns its path. */
+export async function keepScreenshot(page, name) {
+  mkdirSync(artifactsDir, { recursive: true });
+  const path = join(artifactsDir, `${name}.png`);
+  // From the top, so the sticky header is drawn where it belongs.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `make e2e`: the browser SDK's Node tests and the page's end-to-end tests in
+# headless Debian Chromium, directly and behind a buffering nginx, against a
+# gateway built from this checkout. Installs what it needs on a fresh Debian
+# machine (chromium and nginx from apt, playwright-core from the committed
+# lock file), keeps screenshots in test-artifacts/, and exits non-zero when
+# anything fails.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+root="$(pwd)"
+artifacts="$root/test-artifacts"
+
+say() { printf '\n== %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# --- system packages ---------------------------------------------------------
+missing=()
+[ -x "${CHROMIUM_BIN:-/usr/bin/chromium}" ] || missing+=(chromium)
+if [ -z "${NGINX_BIN:-}" ] && ! [ -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
+  missing+=(nginx)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing ${missing[*]} with apt-get"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+fi
+
+command -v node >/dev/null 2>&1 || { echo "run.sh: node (>= 20) is required" >&2; exit 1; }
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "$node_major" -lt 20 ]; then
+  echo "run.sh: node >= 20 is required (found $(node --version))" >&2
+  exit 1
+fi
+
+# --- npm packages (playwright-core only; it downloads no browser) ------------
+say "npm ci in web/e2e"
+(cd web/e2e && npm ci --no-audit --no-fund --loglevel=error)
+
+# --- the gateway ---------------------------------------------------------------
+work="$(mktemp -d "${TMPDIR:-/tmp}/toolgate-e2e.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+say "building the gateway"
+go build -o "$work/toolgate" ./cmd/toolgate
+
+# --- the tests -----------------------------------------------------------------
+mkdir -p "$artifacts"
+rm -f "$artifacts"/page-*.png
+say "SDK tests (node --test) and browser tests (Chromium, nginx)"
+cd web/e2e
+TOOLGATE_BIN="$work/toolgate" TOOLGATE_ARTIFACTS="$artifacts" TMPDIR="$work" \
+  node --test --test-concurrency=1 --test-timeout=120000 sdk/ browser/
+
+for shot in page-with-console page-behind-buffering-nginx page-phone; do
+  if ! [ -s "$artifacts/$shot.png" ]; then
+    echo "run.sh: the screenshot $artifacts/$shot.png was not written" >&2
+    exit 1
+  fi
+done
+say "screenshots kept in $artifacts"
