@@ -80,8 +80,9 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writePollReply(w, events, cursor)
+	// Recorded before the reply leaves, so that an answer finds the call delivered.
 	a.eng.Delivered(sid, events)
+	writePollReply(w, events, cursor)
 }
 
 // writePollReply writes {"events": [...], "cursor": n}. Each event is its

@@ -88,14 +88,13 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		for _, ev := range events {
 			writeSSE(bw, ev)
 		}
+		// Record the delivery before the bytes leave: the client may answer
+		// at once, and its answer must find the call already delivered.
+		a.eng.Delivered(sid, events)
 		if err := bw.Flush(); err != nil {
 			return false
 		}
-		if err := rc.Flush(); err != nil {
-			return false
-		}
-		a.eng.Delivered(sid, events)
-		return true
+		return rc.Flush() == nil
 	}
 	if !send(events) {
 		return
