@@ -99,23 +99,8 @@ func retryAfter(resp *http.Response) time.Duration {
 	return 0
 }
 
-// createSessionRequest is the body of POST /v1/sessions.
-type createSessionRequest struct {
-	Client   toolgate.ClientInfo `json:"client"`
-	Metadata json.RawMessage     `json:"metadata,omitempty"`
-}
-
-// createSessionReply is the reply of POST /v1/sessions.
-type createSessionReply struct {
-	SessionID        string `json:"session_id"`
-	Token            string `json:"token"`
-	HeartbeatMS      int64  `json:"heartbeat_ms"`
-	PollWaitMS       int64  `json:"poll_wait_ms"`
-	DefaultTimeoutMS int64  `json:"default_timeout_ms"`
-}
-
-func (a *gatewayAPI) createSession(ctx context.Context, clientKey string, body createSessionRequest) (*createSessionReply, error) {
-	var reply createSessionReply
+func (a *gatewayAPI) createSession(ctx context.Context, clientKey string, body toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error) {
+	var reply toolgate.SessionCreated
 	if _, err := a.do(ctx, a.http, http.MethodPost, "/v1/sessions", clientKey, body, &reply); err != nil {
 		return nil, err
 	}
@@ -125,45 +110,16 @@ func (a *gatewayAPI) createSession(ctx context.Context, clientKey string, body c
 	return &reply, nil
 }
 
-// registerToolsRequest is the body of POST /v1/sessions/{sid}/tools.
-type registerToolsRequest struct {
-	Type    string              `json:"type"`
-	Replace bool                `json:"replace"`
-	Tools   []toolgate.ToolSpec `json:"tools"`
-}
-
-// rejectedTool is one entry of the rejected list of tools_registered.
-type rejectedTool struct {
-	Name    string `json:"name"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// registerToolsReply is the tools_registered reply.
-type registerToolsReply struct {
-	Type       string         `json:"type"`
-	Count      int            `json:"count"`
-	Registered int            `json:"registered"`
-	Rejected   []rejectedTool `json:"rejected"`
-}
-
-func (a *gatewayAPI) registerTools(ctx context.Context, sess sessionCredentials, replace bool, tools []toolgate.ToolSpec) (*registerToolsReply, error) {
+func (a *gatewayAPI) registerTools(ctx context.Context, sess sessionCredentials, replace bool, tools []toolgate.ToolSpec) (*toolgate.ToolsRegistered, error) {
 	if tools == nil {
 		tools = []toolgate.ToolSpec{}
 	}
-	body := registerToolsRequest{Type: "register_tools", Replace: replace, Tools: tools}
-	var reply registerToolsReply
+	body := toolgate.RegisterToolsRequest{Type: "register_tools", Replace: replace, Tools: tools}
+	var reply toolgate.ToolsRegistered
 	if _, err := a.do(ctx, a.http, http.MethodPost, sessionPath(sess.id, "/tools"), sess.token, body, &reply); err != nil {
 		return nil, err
 	}
 	return &reply, nil
-}
-
-// progressRequest is the body of POST /v1/sessions/{sid}/progress.
-type progressRequest struct {
-	Type     string         `json:"type"`
-	ID       string         `json:"id"`
-	Progress progressReport `json:"progress"`
 }
 
 // progressReport is the progress object of a tool_progress message.
@@ -174,8 +130,12 @@ type progressReport struct {
 }
 
 func (a *gatewayAPI) reportProgress(ctx context.Context, sess sessionCredentials, callID string, report progressReport) error {
-	body := progressRequest{Type: "tool_progress", ID: callID, Progress: report}
-	_, err := a.do(ctx, a.http, http.MethodPost, sessionPath(sess.id, "/progress"), sess.token, body, nil)
+	progress, err := json.Marshal(report)
+	if err != nil {
+		return err
+	}
+	body := toolgate.ProgressReport{Type: "tool_progress", ID: callID, Progress: progress}
+	_, err = a.do(ctx, a.http, http.MethodPost, sessionPath(sess.id, "/progress"), sess.token, body, nil)
 	return err
 }
 

@@ -28,6 +28,7 @@ type CallHandler interface {
 // simpleHandler adapts a ToolHandler to a CallHandler.
 type simpleHandler struct{ h ToolHandler }
 
+// HandleCall passes the call's id, tool name and arguments to Handle.
 func (s simpleHandler) HandleCall(call *Call) (string, error) {
 	return s.h.Handle(call.id, call.name, call.args)
 }

@@ -235,7 +235,7 @@ func (c *Client) invokeHandler(call *Call) (ans answer) {
 	if err != nil {
 		return errorAnswer(call.id, asToolError(err))
 	}
-	return answer{Type: "tool_result", ID: call.id, Success: true, Output: outputJSON(result)}
+	return resultAnswer(call.id, outputJSON(result))
 }
 
 // handlerFor returns the handler for a tool this client offers, or nil.

@@ -51,6 +51,7 @@ type Logger interface {
 // slogLogger writes to slog.Default.
 type slogLogger struct{}
 
+// Log writes the line at the matching slog level.
 func (slogLogger) Log(level, message string) {
 	switch level {
 	case LevelDebug:

@@ -2,7 +2,6 @@ package mobile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,18 +14,18 @@ import (
 )
 
 // answer is a tool_result or tool_error message.
-type answer struct {
-	Type    string          `json:"type"`
-	ID      string          `json:"id"`
-	Success bool            `json:"success"`
-	Output  json.RawMessage `json:"output,omitempty"`
-	Error   string          `json:"error,omitempty"`
-	Code    string          `json:"code,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"`
+type answer = toolgate.Answer
+
+// resultAnswer returns the tool_result carrying output.
+func resultAnswer(callID string, output []byte) answer {
+	success := true
+	return answer{Type: toolgate.AnswerResult, ID: callID, Success: &success, Output: output}
 }
 
+// errorAnswer returns the tool_error carrying te.
 func errorAnswer(callID string, te *ToolError) answer {
-	return answer{Type: "tool_error", ID: callID, Success: false, Error: te.Message, Code: te.Code, Details: te.details()}
+	success := false
+	return answer{Type: toolgate.AnswerError, ID: callID, Success: &success, Error: te.Message, Code: te.Code, Details: te.details()}
 }
 
 // batchRequest carries several answers in one post.
@@ -38,38 +37,19 @@ type batchRequest struct {
 // ackReply is result_acknowledged, or results_acknowledged with one entry
 // per answer.
 type ackReply struct {
-	Type      string     `json:"type"`
-	ID        string     `json:"id"`
-	Status    string     `json:"status"`
-	Duplicate bool       `json:"duplicate"`
-	Results   []ackEntry `json:"results"`
+	toolgate.AnswerAck
+	Results []toolgate.AnswerAck `json:"results"`
 }
 
-// ackEntry is one answer's fate in a batch.
-type ackEntry struct {
-	ID        string          `json:"id"`
-	Status    string          `json:"status"`
-	Duplicate bool            `json:"duplicate"`
-	Error     json.RawMessage `json:"error"`
-}
-
-// code returns the entry's error code, whether the error is an object with
-// a code or a bare string; "" when there is no error.
-func (e ackEntry) code() string {
-	if len(e.Error) == 0 || string(e.Error) == "null" {
+// ackCode returns an entry's error code, or "" when the answer was taken.
+func ackCode(e toolgate.AnswerAck) string {
+	if e.Error == nil {
 		return ""
 	}
-	var obj struct {
-		Code string `json:"code"`
+	if e.Error.Code == "" {
+		return toolgate.EInternal
 	}
-	if json.Unmarshal(e.Error, &obj) == nil && obj.Code != "" {
-		return obj.Code
-	}
-	var s string
-	if json.Unmarshal(e.Error, &s) == nil && s != "" {
-		return s
-	}
-	return toolgate.EInternal
+	return e.Error.Code
 }
 
 // finalCodes are errors that posting the same answer again cannot change:
@@ -202,7 +182,7 @@ func (o *outbox) post(ctx context.Context, batch []answer) (failed []answer, wai
 	}
 	var body any = batch[0]
 	if len(batch) > 1 {
-		body = batchRequest{Type: "tool_results", Results: batch}
+		body = batchRequest{Type: toolgate.AnswerBatch, Results: batch}
 	}
 	var reply ackReply
 	resp, err := c.api.do(ctx, c.api.http, http.MethodPost, sessionPath(sess.id, "/results"), sess.token, body, &reply)
@@ -228,10 +208,10 @@ func (o *outbox) post(ctx context.Context, batch []answer) (failed []answer, wai
 // judge reads the acknowledgement of a post and returns the answers the
 // gateway has not taken for good.
 func (o *outbox) judge(batch []answer, reply ackReply) []answer {
-	if len(batch) == 1 && reply.Type != "results_acknowledged" {
+	if len(batch) == 1 && reply.Type != toolgate.BatchAckType {
 		return nil // result_acknowledged, duplicate or not: done
 	}
-	byID := make(map[string]ackEntry, len(reply.Results))
+	byID := make(map[string]toolgate.AnswerAck, len(reply.Results))
 	for _, e := range reply.Results {
 		byID[e.ID] = e
 	}
@@ -241,9 +221,9 @@ func (o *outbox) judge(batch []answer, reply ackReply) []answer {
 		switch {
 		case !ok:
 			failed = append(failed, a)
-		case e.code() == "":
-		case finalCodes[e.code()]:
-			o.client.log(LevelInfo, fmt.Sprintf("answer to call %s not taken (%s); not retried", a.ID, e.code()))
+		case ackCode(e) == "":
+		case finalCodes[ackCode(e)]:
+			o.client.log(LevelInfo, fmt.Sprintf("answer to call %s not taken (%s); not retried", a.ID, ackCode(e)))
 		default:
 			failed = append(failed, a)
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	backoff "gopkg.in/cenkalti/backoff.v1"
+
+	"github.com/toolgate/toolgate"
 )
 
 // establish resumes the stored session or creates one, then registers
@@ -47,7 +49,7 @@ func (c *Client) establish(ctx context.Context) error {
 func (c *Client) createSession(ctx context.Context) error {
 	c.mu.Lock()
 	key := c.clientKey
-	req := createSessionRequest{Client: c.clientInfo, Metadata: c.metadata}
+	req := toolgate.CreateSessionRequest{Client: c.clientInfo, Metadata: c.metadata}
 	c.mu.Unlock()
 	reply, err := c.api.createSession(ctx, key, req)
 	if err != nil {

@@ -215,7 +215,7 @@ func (c *Client) syncToolsLocked(ctx context.Context, sess sessionCredentials) e
 
 // noteRejected logs the rejected tools, drops them when asked, and returns
 // an error naming them.
-func (c *Client) noteRejected(rejected []rejectedTool, drop bool) error {
+func (c *Client) noteRejected(rejected []toolgate.ToolRejection, drop bool) error {
 	if len(rejected) == 0 {
 		return nil
 	}
