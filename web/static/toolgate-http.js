@@ -198,6 +198,8 @@ export class SessionStore {
         sessionId: s.sessionId,
         token: s.token,
         cursor: Number.isFinite(s.cursor) ? s.cursor : null,
+        heartbeatMs: Number.isFinite(s.heartbeatMs) ? s.heartbeatMs : undefined,
+        pollWaitMs: Number.isFinite(s.pollWaitMs) ? s.pollWaitMs : undefined,
         outbox: Array.isArray(s.outbox) ? s.outbox : [],
       };
     } catch {

@@ -181,6 +181,11 @@ export class ToolgateClient extends EventTarget {
     const controller = new AbortController();
     this.#loop = controller;
     this.#runner.resume();
+    // A fresh connect asks for the session's open calls instead of replaying
+    // from the cursor: a call received before a reload (or a close) is behind
+    // the cursor but still waits for its answer.
+    this.#resumeFromCursor = false;
+    this.#pollCursor = null;
     const stored = this.#store.load();
     if (stored) {
       this.#session = stored;

@@ -14,6 +14,10 @@ export function faultyFetch() {
     holdStreams: 0,
     /** Drop the Last-Event-ID header, so a reconnect gets the open calls again. */
     dropLastEventId: false,
+    /** An async function run before a POST .../results goes through (once; then cleared). */
+    beforeResult: null,
+    /** Let streams deliver their "ready" event, then forward nothing more (a proxy that stalls). */
+    freezeStreamsAfterReady: false,
   };
   const openStreams = new Set();
   const requests = [];
@@ -25,6 +29,11 @@ export function faultyFetch() {
     if ((init.method ?? "GET") === "POST" && /\/results$/.test(url) && faults.failResults > 0) {
       faults.failResults--;
       throw new TypeError("fetch failed (simulated network loss)");
+    }
+    if ((init.method ?? "GET") === "POST" && /\/results$/.test(url) && faults.beforeResult) {
+      const hook = faults.beforeResult;
+      faults.beforeResult = null;
+      await hook();
     }
     if (isStream && faults.holdStreams > 0) {
       faults.holdStreams--;
@@ -39,7 +48,8 @@ export function faultyFetch() {
     init.signal?.addEventListener("abort", () => own.abort(init.signal.reason), { once: true });
     openStreams.add(own);
     try {
-      return await fetch(url, { ...init, headers, signal: own.signal });
+      const res = await fetch(url, { ...init, headers, signal: own.signal });
+      return faults.freezeStreamsAfterReady && res.ok ? freezeAfterReady(res) : res;
     } catch (err) {
       openStreams.delete(own);
       throw err;
@@ -55,4 +65,38 @@ export function faultyFetch() {
       openStreams.clear();
     },
   };
+}
+
+/** A copy of an SSE response that stops forwarding bytes once "ready" has passed. */
+function freezeAfterReady(res) {
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let seen = "";
+  let frozen = false;
+  const body = new ReadableStream({
+    async pull(controller) {
+      for (;;) {
+        let chunk;
+        try {
+          chunk = await reader.read();
+        } catch (err) {
+          controller.error(err);
+          return;
+        }
+        if (chunk.done) {
+          controller.close();
+          return;
+        }
+        if (frozen) continue; // swallowed, as a stalled proxy would
+        controller.enqueue(chunk.value);
+        seen += decoder.decode(chunk.value, { stream: true });
+        if (seen.includes("event: ready")) frozen = true;
+        return;
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: res.status, headers: res.headers });
 }

@@ -80,6 +80,53 @@ test("a result post lost on the network is retried until acknowledged; the handl
   assert.equal(posts.length, 3);
 });
 
+test("a 409 CALL_CLOSED ends the retries of an answer", async () => {
+  const net = faultyFetch();
+  net.faults.failResults = 1;
+  const client = newClient({ fetch: net.fetch, transport: "sse" });
+  client.registerTool(counter("too_late"));
+  const seen = recordEvents(client, ["call"]);
+  await client.connect();
+  const pending = await gw.call(client.sessionId, "too_late", {}, { wait: false, timeout_ms: 20000 });
+  // The first post is lost; before the retry the caller cancels the call.
+  net.faults.beforeResult = async () => {
+    const res = await gw.api(`/v1/calls/${pending.id}/cancel`, { method: "POST", body: {} });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  };
+  const closed = await until(() => seen.map(([, d]) => d).find((d) => d.phase === "closed"), 10000, "the CALL_CLOSED answer");
+  assert.equal(closed.error.code, "CALL_CLOSED");
+  assert.equal(closed.error.status, 409);
+  await new Promise((r) => setTimeout(r, 1500));
+  const posts = net.requests.filter((r) => r.method === "POST" && r.url.endsWith("/results"));
+  assert.equal(posts.length, 2, "no retry after CALL_CLOSED");
+  assert.equal((await gw.waitForCall(pending.id)).status, "cancelled");
+});
+
+test("an answer not acknowledged before a reload is posted by the next page, without running the tool again", async () => {
+  const storage = new MemoryStorage();
+  const net = faultyFetch();
+  net.faults.failResults = 1000;
+  const first = newClient({ storage, fetch: net.fetch, transport: "sse" });
+  const firstTool = counter("answered_once");
+  first.registerTool(firstTool);
+  const seen = recordEvents(first, ["call"]);
+  await first.connect();
+  const pending = await gw.call(first.sessionId, "answered_once", {}, { wait: false, timeout_ms: 20000 });
+  await until(() => seen.some(([, d]) => d.phase === "answered"), 10000, "the answer");
+  await first.close(); // the "reload": the answer never reached the gateway
+  assert.equal(JSON.parse(storage.getItem(`toolgate:${gw.url}`)).outbox.length, 1, "the answer waits in storage");
+
+  const second = newClient({ storage, transport: "sse" });
+  const secondTool = counter("answered_once");
+  second.registerTool(secondTool);
+  await second.connect();
+  const done = await gw.waitForCall(pending.id);
+  assert.equal(done.status, "completed", JSON.stringify(done));
+  assert.deepEqual(done.output, { run: 1 }, "the first page's answer");
+  assert.equal(secondTool.runs, 0, "the tool did not run again");
+  await until(() => JSON.parse(storage.getItem(`toolgate:${gw.url}`)).outbox.length === 0, 5000, "the outbox to empty");
+});
+
 test("a call delivered again after a reconnect is not run twice", async () => {
   const net = faultyFetch();
   const client = newClient({ fetch: net.fetch, transport: "sse" });
@@ -180,4 +227,53 @@ test("auto goes back to SSE once a stream gets through again", async () => {
   const record = await gw.call(client.sessionId, "switch_back", {}, { timeout_ms: 10000 });
   assert.equal(record.status, "completed");
   assert.equal(tool.runs, 1);
+});
+
+test("a stream that goes silent after ready counts as stalled, and auto mode polls", async () => {
+  const net = faultyFetch();
+  net.faults.freezeStreamsAfterReady = true;
+  const client = newClient({ fetch: net.fetch, transport: "auto", stallTimeoutMs: 1000, sseRetryMs: 60000 });
+  const tool = counter("after_stall");
+  client.registerTool(tool);
+  const errors = recordEvents(client, ["error"]);
+  const transports = recordEvents(client, ["transport"]);
+  await client.connect();
+  assert.equal(client.transport, "sse", "the stream delivered ready");
+  await nextEvent(client, "transport", (d) => d.transport === "poll", 10000);
+  assert.ok(errors.some(([, d]) => d.error.code === "STREAM_STALLED"));
+  assert.deepEqual(transports.map(([, d]) => d.transport), ["sse", "poll"]);
+  const record = await gw.call(client.sessionId, "after_stall", {}, { timeout_ms: 10000 });
+  assert.equal(record.status, "completed");
+  assert.equal(tool.runs, 1);
+});
+
+test("close() aborts running handlers; connect() again gets their calls back", async () => {
+  const client = newClient({ transport: "poll" });
+  let runs = 0;
+  let abortedWith = null;
+  client.registerTool({
+    name: "interrupted",
+    description: "Waits on the first run, answers on the second",
+    handler: (_args, { signal }) => {
+      runs++;
+      if (runs > 1) return "second run";
+      return new Promise((_resolve, reject) =>
+        signal.addEventListener("abort", () => {
+          abortedWith = signal.reason;
+          reject(signal.reason);
+        }),
+      );
+    },
+  });
+  await client.connect();
+  const pending = await gw.call(client.sessionId, "interrupted", {}, { wait: false, timeout_ms: 20000 });
+  await until(() => runs === 1, 10000, "the first run");
+  await client.close();
+  assert.match(abortedWith.message, /client_closed/);
+  assert.equal(client.state, "closed");
+  await client.connect();
+  const done = await gw.waitForCall(pending.id);
+  assert.equal(done.status, "completed", JSON.stringify(done));
+  assert.equal(done.output, "second run");
+  assert.equal(runs, 2);
 });
