@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// roundTrip makes warmup calls, then calls one at a time to session 0 and
+// returns the 50th and 99th percentiles in microseconds.
+func roundTrip(ctx context.Context, t *target, calls, warmup int) (p50, p99 float64, err error) {
+	for range warmup {
+		if err := t.call(ctx, 0); err != nil {
+			return 0, 0, fmt.Errorf("%s round trip: %w", t.system, err)
+		}
+	}
+	d := make([]time.Duration, calls)
+	for i := range d {
+		start := time.Now()
+		if err := t.call(ctx, 0); err != nil {
+			return 0, 0, fmt.Errorf("%s round trip: %w", t.system, err)
+		}
+		d[i] = time.Since(start)
+	}
+	return micros(percentile(d, 50)), micros(percentile(d, 99)), nil
+}
+
+// percentile returns the p-th percentile (nearest rank) of d.
+func percentile(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := (p*len(s) + 99) / 100
+	return s[max(rank, 1)-1]
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// load is what a throughput run measured.
+type load struct {
+	callsPerSec float64
+	calls       int64
+	txPerCall   float64 // 0 when the system has no database
+}
+
+// throughput runs conc callers, caller i calling session i in a loop, for
+// warmup and then dur, and counts the calls that completed during dur.
+func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Duration) (load, error) {
+	if conc > len(t.sessions) {
+		return load{}, fmt.Errorf("%s has %d clients, %d callers asked for", t.system, len(t.sessions), conc)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var done atomic.Int64
+	var stop atomic.Bool
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	for i := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if err := t.call(ctx, i); err != nil {
+					if ctx.Err() == nil || !stop.Load() {
+						errOnce.Do(func() { firstErr = err; stop.Store(true); cancel() })
+					}
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	var res load
+	err := func() error {
+		if !sleepCtx(ctx, warmup) {
+			return nil
+		}
+		c0, t0 := done.Load(), time.Now()
+		var tx0, tx1 float64
+		if t.transactions != nil {
+			var err error
+			if tx0, err = t.transactions(ctx); err != nil {
+				return err
+			}
+		}
+		if !sleepCtx(ctx, dur) {
+			return nil
+		}
+		c1, t1 := done.Load(), time.Now()
+		if t.transactions != nil {
+			var err error
+			if tx1, err = t.transactions(ctx); err != nil {
+				return err
+			}
+		}
+		res.calls = c1 - c0
+		res.callsPerSec = float64(res.calls) / t1.Sub(t0).Seconds()
+		if res.calls > 0 && t.transactions != nil {
+			res.txPerCall = (tx1 - tx0) / float64(res.calls)
+		}
+		return nil
+	}()
+	stop.Store(true)
+	wg.Wait()
+	if firstErr != nil {
+		return load{}, fmt.Errorf("%s with %d callers: %w", t.system, conc, firstErr)
+	}
+	if err != nil {
+		return load{}, err
+	}
+	if ctx.Err() != nil {
+		return load{}, ctx.Err()
+	}
+	return res, nil
+}
+
+// sleepCtx sleeps d unless ctx ends first; it reports whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// idleBytes measures the resident memory a server process gains holding n
+// idle sessions: VmRSS once it serves, then with every session connected
+// (after settle), divided by n. system is toolgate_sse (the real binary, a
+// fresh database, raw SSE streams) or websocket_baseline (its own process,
+// plain WebSocket clients).
+func idleBytes(ctx context.Context, system, bin, db, agentKey string, n int, settle time.Duration) (float64, error) {
+	var pid int
+	var url string
+	switch system {
+	case sysSSE:
+		g, err := startGatewayProc(ctx, bin, db, agentKey, "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer g.kill()
+		pid, url = g.proc.pid(), g.url
+	case sysBaseline:
+		bp, err := selfChild("serve-baseline", "serve-baseline", "--agent-key", agentKey)
+		if err != nil {
+			return 0, err
+		}
+		defer bp.stop()
+		if url, err = bp.expect(ctx, "SERVING ", 30*time.Second); err != nil {
+			return 0, err
+		}
+		pid = bp.pid()
+	default:
+		return 0, fmt.Errorf("no idle figure for %s", system)
+	}
+	if _, err := waitHealthy(ctx, newAPIClient(1), url, 10*time.Millisecond, 30*time.Second); err != nil {
+		return 0, err
+	}
+	sleepCtx(ctx, settle)
+	before, err := vmRSS(pid)
+	if err != nil {
+		return 0, err
+	}
+	holder, err := selfChild("idle "+system, "idle", "--system", system, "--url", url, "--n", strconv.Itoa(n))
+	if err != nil {
+		return 0, err
+	}
+	defer holder.stop()
+	if _, err := holder.expect(ctx, "READY ", 10*time.Minute); err != nil {
+		return 0, err
+	}
+	sleepCtx(ctx, settle)
+	after, err := vmRSS(pid)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / float64(n), nil
+}
+
+// recoveryTimes starts the real binary on a fresh database, opens
+// sessions, creates calls open calls spread over them (each delivered to
+// its stream, none answered), kills the gateway with SIGKILL and starts it
+// again on the same database and address. It returns the time from that
+// start until /healthz answers 200, and until every open call has been
+// delivered again to its reconnected client.
+func recoveryTimes(ctx context.Context, bin, tmp, agentKey string, sessions, calls int) (serving, delivered time.Duration, err error) {
+	g, err := startGatewayProc(ctx, bin, filepath.Join(tmp, "recovery.db"), agentKey, "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer g.kill()
+	holder, err := selfChild("recovery clients", "recovery", "--url", g.url, "--sessions", strconv.Itoa(sessions), "--calls", strconv.Itoa(calls))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer holder.stop()
+	line, err := holder.expect(ctx, "READY ", 10*time.Minute)
+	if err != nil {
+		return 0, 0, err
+	}
+	var ready struct {
+		Sessions []string `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(line), &ready); err != nil {
+		return 0, 0, err
+	}
+	client := newAPIClient(64)
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(64)
+	for i := range calls {
+		eg.Go(func() error {
+			wait := false
+			body := callRequest{SessionID: ready.Sessions[i%len(ready.Sessions)], Tool: echoTool, Args: benchArgs, TimeoutMS: int64((10 * time.Minute) / time.Millisecond), Wait: &wait}
+			return postJSON(ectx, client, g.url+"/v1/calls", agentKey, body, nil)
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return 0, 0, fmt.Errorf("creating open calls: %w", err)
+	}
+	if _, err := holder.expect(ctx, "FIRST ", 5*time.Minute); err != nil {
+		return 0, 0, err
+	}
+	g.kill()
+	health := newAPIClient(1)
+	start := time.Now()
+	healthy := make(chan error, 1)
+	var servingAt time.Time
+	go func() {
+		var err error
+		servingAt, err = waitHealthy(ctx, health, g.url, 2*time.Millisecond, 2*time.Minute)
+		healthy <- err
+	}()
+	if err := g.start(ctx, g.addr()); err != nil {
+		return 0, 0, fmt.Errorf("restart after kill: %w", err)
+	}
+	if err := <-healthy; err != nil {
+		return 0, 0, err
+	}
+	line, err = holder.expect(ctx, "DELIVERED ", 5*time.Minute)
+	if err != nil {
+		return 0, 0, err
+	}
+	ns, err := strconv.ParseInt(line, 10, 64)
+	if err != nil {
+		return 0, 0, err
+	}
+	deliveredAt := time.Unix(0, ns)
+	if deliveredAt.Before(start) {
+		return 0, 0, errors.New("calls delivered again before the restart: the clients reconnected to something else")
+	}
+	return servingAt.Sub(start), deliveredAt.Sub(start), nil
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"time"
+)
+
+// runHarness runs every figure for every system, round after round, then
+// prints the table and writes results.json.
+func runHarness(ctx context.Context, args []string) error {
+	cfg, err := parseHarnessFlags(args)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	machine := readMachine(cfg.Note)
+	tmp, err := os.MkdirTemp("", "toolgate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin, err := buildGateway(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	key := make([]byte, 16)
+	rand.Read(key)
+	agentKey := "tga_bench_" + hex.EncodeToString(key)
+	c := newCollector()
+	maxConc := slices.Max(cfg.Concurrency)
+
+	logf("in-process callers: starting gateways, baseline, floor and %d clients each", maxConc)
+	if err := inProcessFigures(ctx, cfg, c, tmp, agentKey, maxConc); err != nil {
+		return err
+	}
+	logf("callers over HTTP: starting the toolgate binary, the baseline and the floor as processes")
+	if err := processFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
+		return err
+	}
+	for r := range cfg.Rounds {
+		for _, sys := range []string{sysSSE, sysBaseline} {
+			logf("idle sessions, round %d: %s holding %d", r+1, sys, cfg.IdleSessions)
+			b, err := idleBytes(ctx, sys, bin, filepath.Join(tmp, fmt.Sprintf("idle-%d.db", r)), agentKey, cfg.IdleSessions, time.Second)
+			if err != nil {
+				return fmt.Errorf("idle sessions (%s): %w", sys, err)
+			}
+			c.add(sys, "idle_session_bytes", b)
+			if sys == sysSSE {
+				c.add("", "idle_session_bytes", b)
+			}
+		}
+	}
+	for r := range cfg.Rounds {
+		logf("recovery, round %d: kill -9 with %d open calls over %d sessions", r+1, cfg.RecoveryCalls, cfg.RecoverySessions)
+		dir := filepath.Join(tmp, fmt.Sprintf("recovery-%d", r))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		serving, delivered, err := recoveryTimes(ctx, bin, dir, agentKey, cfg.RecoverySessions, cfg.RecoveryCalls)
+		if err != nil {
+			return fmt.Errorf("recovery: %w", err)
+		}
+		c.add("", "recovery_serving_ms", float64(serving.Microseconds())/1e3)
+		c.add("", "recovery_delivered_ms", float64(delivered.Microseconds())/1e3)
+	}
+	if err := writeResults(cfg.Out, c.results(machine, cfg)); err != nil {
+		return err
+	}
+	c.printTable(os.Stdout, machine, cfg.Rounds)
+	logf("wrote %s", cfg.Out)
+	return nil
+}
+
+// inProcessFigures takes the round trips and calls per second with callers
+// in this process, next to the gateways and the baseline.
+func inProcessFigures(ctx context.Context, cfg *config, c *collector, tmp, agentKey string, clients int) error {
+	ts, err := inProcessTargets(ctx, tmp, agentKey, clients)
+	if err != nil {
+		return err
+	}
+	defer stopAll(ts)
+	for r := range cfg.Rounds {
+		for _, t := range ts {
+			p50, p99, err := roundTrip(ctx, t, cfg.RoundTripCalls, cfg.Warmup)
+			if err != nil {
+				return err
+			}
+			c.add(t.system, "roundtrip_p50_us", p50)
+			c.add(t.system, "roundtrip_p99_us", p99)
+			logf("round %d in-process round trip %-18s p50 %7.0f µs  p99 %7.0f µs", r+1, t.system, p50, p99)
+		}
+	}
+	for r := range cfg.Rounds {
+		for _, conc := range cfg.Concurrency {
+			for _, t := range ts {
+				l, err := throughput(ctx, t, conc, cfg.LoadWarmup, cfg.LoadDuration)
+				if err != nil {
+					return err
+				}
+				c.add(t.system, fmt.Sprintf("calls_per_s_%d", conc), l.callsPerSec)
+				logf("round %d in-process %3d callers %-18s %8.0f calls/s", r+1, conc, t.system, l.callsPerSec)
+			}
+		}
+	}
+	if cfg.CPUProfile != "" {
+		return profileLoad(ctx, cfg, ts[0])
+	}
+	return nil
+}
+
+// profileLoad writes a CPU profile of this process (the in-process
+// gateway and its callers; the clients run elsewhere) under the load of
+// the first concurrency. It is a run of its own, not counted in a figure.
+func profileLoad(ctx context.Context, cfg *config, t *target) error {
+	f, err := os.Create(cfg.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	l, err := throughput(ctx, t, cfg.Concurrency[0], cfg.LoadWarmup, max(cfg.LoadDuration, 5*time.Second))
+	pprof.StopCPUProfile()
+	if err != nil {
+		return err
+	}
+	logf("profiled %s with %d callers: %.0f calls/s, profile in %s", t.system, cfg.Concurrency[0], l.callsPerSec, cfg.CPUProfile)
+	return nil
+}
+
+// processFigures takes the round trips over POST /v1/calls, the calls per
+// second over HTTP at the first concurrency and, from the gateway's
+// /metrics under that load, the database transactions per call.
+func processFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, agentKey string) error {
+	conc := cfg.Concurrency[0]
+	ts, err := processTargets(ctx, bin, tmp, agentKey, conc)
+	if err != nil {
+		return err
+	}
+	defer stopAll(ts)
+	for r := range cfg.Rounds {
+		for _, t := range ts {
+			p50, p99, err := roundTrip(ctx, t, cfg.RoundTripCalls, cfg.Warmup)
+			if err != nil {
+				return err
+			}
+			c.add(t.system, "http_roundtrip_p50_us", p50)
+			c.add(t.system, "http_roundtrip_p99_us", p99)
+			logf("round %d HTTP round trip %-18s p50 %7.0f µs  p99 %7.0f µs", r+1, t.system, p50, p99)
+		}
+	}
+	for r := range cfg.Rounds {
+		for _, t := range ts {
+			l, err := throughput(ctx, t, conc, cfg.LoadWarmup, cfg.LoadDuration)
+			if err != nil {
+				return err
+			}
+			c.add(t.system, fmt.Sprintf("http_calls_per_s_%d", conc), l.callsPerSec)
+			msg := fmt.Sprintf("round %d HTTP %3d callers %-18s %8.0f calls/s", r+1, conc, t.system, l.callsPerSec)
+			if t.transactions != nil {
+				c.add(t.system, "db_transactions_per_call", l.txPerCall)
+				if t.system == sysSSE {
+					c.add("", "db_transactions_per_call", l.txPerCall)
+				}
+				msg += fmt.Sprintf("  %.3f db transactions/call", l.txPerCall)
+			}
+			logf("%s", msg)
+		}
+	}
+	return nil
+}
+
+// logf reports progress on standard error.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
