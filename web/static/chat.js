@@ -42,7 +42,11 @@ export function startChat({ getKey, client }) {
       messages.push({ role: "user", content: input });
       if (reply) messages.push({ role: "assistant", content: reply });
     } catch (err) {
-      add("error", `The agent could not run: ${err.message}${err.code ? ` (${err.code})` : ""}`);
+      const why =
+        err.status === 404 && err.code === "NOT_FOUND"
+          ? `this gateway does not offer agent runs (POST /v1/runs answered: ${err.message})`
+          : `${err.message}${err.code ? ` (${err.code})` : ""}`;
+      add("error", `The agent could not run: ${why}`);
     } finally {
       button.disabled = false;
     }

@@ -14,6 +14,7 @@
 import { CallRunner } from "./toolgate-calls.js";
 import { SessionStore, ToolError, ToolgateError, backoffDelay, requestJSON, resolveStorage, sleep } from "./toolgate-http.js";
 import { pollEvents, readEventStream } from "./toolgate-transport.js";
+import { validateTool } from "./toolgate-tools.js";
 
 export { ToolError, ToolgateError, MemoryStorage, TOOL_ERROR_CODES } from "./toolgate-http.js";
 export { SSEParser } from "./toolgate-transport.js";
@@ -21,9 +22,7 @@ export { SSEParser } from "./toolgate-transport.js";
 /** The SDK's version, sent as the session's client version. */
 export const VERSION = "0.1.0";
 
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const TRANSPORTS = ["auto", "sse", "poll"];
-const APPROVALS = ["never", "unless_auto_approved", "always"];
 
 /** Errors after which the stream cannot be trusted and auto mode should poll. */
 const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
@@ -529,42 +528,6 @@ export class ToolgateClient extends EventTarget {
 /** Whether an error means the session no longer exists or its token is refused. */
 function isSessionGone(err) {
   return err instanceof ToolgateError && (err.code === "UNAUTHENTICATED" || err.code === "NOT_FOUND") && !err.fatal;
-}
-
-/** Checks a tool definition and builds its wire form. */
-function validateTool(spec) {
-  if (!spec || typeof spec !== "object") throw new TypeError("registerTool needs a tool definition object");
-  const { name, description, parameters, handler, timeoutMs, requiresApproval } = spec;
-  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
-    throw new TypeError(`tool name must match ${TOOL_NAME}, got ${JSON.stringify(name)}`);
-  }
-  if (typeof description !== "string" || description.trim() === "") {
-    throw new TypeError(`tool "${name}" needs a description`);
-  }
-  if (typeof handler !== "function") throw new TypeError(`tool "${name}" needs a handler function`);
-  if (parameters !== undefined && (parameters === null || typeof parameters !== "object" || Array.isArray(parameters))) {
-    throw new TypeError(`tool "${name}": parameters must be a JSON Schema object`);
-  }
-  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
-    throw new TypeError(`tool "${name}": timeoutMs must be a positive integer`);
-  }
-  let approval = requiresApproval;
-  if (approval === true) approval = "always";
-  if (approval === false) approval = "never";
-  if (approval !== undefined && !APPROVALS.includes(approval)) {
-    throw new TypeError(`tool "${name}": requiresApproval must be true, false or one of ${APPROVALS.join(", ")}`);
-  }
-  const wire = { name, description, parameters: parameters ?? { type: "object", properties: {} } };
-  if (timeoutMs !== undefined) wire.timeout_ms = timeoutMs;
-  if (approval !== undefined) wire.requires_approval = approval;
-  if (spec.readOnly !== undefined) wire.read_only = Boolean(spec.readOnly);
-  if (spec.rateLimit) {
-    wire.rate_limit = {
-      requests_per_minute: spec.rateLimit.requestsPerMinute,
-      requests_per_hour: spec.rateLimit.requestsPerHour,
-    };
-  }
-  return { wire, handler };
 }
 
 function deferred() {
