@@ -58,9 +58,11 @@ type Client struct {
 	haveCursor  bool // an event seen since this process resumed the session
 	state       string
 	transport   string
-	lifeCtx     context.Context
-	stop        context.CancelFunc
-	done        chan struct{}
+	lifeCtx     context.Context    // lives from Connect to the end of Close
+	stop        context.CancelFunc // ends lifeCtx
+	stopRecv    context.CancelFunc // stops receiving calls
+	done        chan struct{}      // closed when receiving has stopped
+	outboxDone  chan struct{}      // closed when the outbox has stopped
 	sessionLost chan struct{}
 
 	calls  *callTable
@@ -308,16 +310,21 @@ func (c *Client) Connect() error {
 		c.setState(StateIdle, err.Error())
 		return err
 	}
+	recvCtx, stopRecv := context.WithCancel(ctx)
 	c.mu.Lock()
-	c.done = make(chan struct{})
+	c.done, c.outboxDone = make(chan struct{}), make(chan struct{})
+	c.stopRecv = stopRecv
 	c.sessionLost = make(chan struct{}, 1)
 	c.exec = newExecutor(c.workers, c.runCall)
-	done := c.done
+	done, outboxDone := c.done, c.outboxDone
 	c.mu.Unlock()
-	go c.outbox.run(ctx)
+	go func() {
+		defer close(outboxDone)
+		c.outbox.run(ctx)
+	}()
 	go func() {
 		defer close(done)
-		c.receive(ctx)
+		c.receive(recvCtx)
 	}()
 	return nil
 }
@@ -330,11 +337,14 @@ func (c *Client) Connect() error {
 // EndSession).
 func (c *Client) Close() {
 	c.mu.Lock()
-	done, stop, exec, out := c.done, c.stop, c.exec, c.outbox
+	done, stopRecv, stop, exec, out, outboxDone := c.done, c.stopRecv, c.stop, c.exec, c.outbox, c.outboxDone
 	c.mu.Unlock()
 	if done == nil {
 		return
 	}
+	// First no new calls, so none is taken and then dropped.
+	stopRecv()
+	<-done
 	for _, call := range exec.close() {
 		call.cancel(CancelClientClosed)
 	}
@@ -347,7 +357,7 @@ func (c *Client) Close() {
 		c.log(LevelWarn, "closing with answers not yet acknowledged; they are posted after the next Connect")
 	}
 	stop()
-	<-done
+	<-outboxDone
 	c.saveState()
 	c.mu.Lock()
 	c.done, c.exec = nil, nil
