@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestHarnessEndToEnd builds toolgate-bench and runs it at a tiny scale —
+// every system, every figure, every process it starts — and checks that
+// results.json holds every figure as a positive number.
+func TestHarnessEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole harness (about 30 s)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "toolgate-bench")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "results.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin,
+		"--rounds", "2", "--roundtrip-calls", "40", "--warmup", "10",
+		"--concurrency", "4,8", "--load-warmup", "100ms", "--load-duration", "300ms",
+		"--idle-sessions", "200", "--recovery-calls", "200", "--recovery-sessions", "20",
+		"--out", out, "--timeout", "140s")
+	logs, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("toolgate-bench: %v\n%s", err, logs)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("results.json: %v\n%s", err, b)
+	}
+	common := []string{"roundtrip_p50_us", "roundtrip_p99_us", "http_roundtrip_p50_us", "http_roundtrip_p99_us",
+		"calls_per_s_4", "calls_per_s_8", "http_calls_per_s_4"}
+	want := map[string][]string{
+		sysSSE:      append([]string{"db_transactions_per_call", "idle_session_bytes"}, common...),
+		sysPoll:     append([]string{"db_transactions_per_call"}, common...),
+		sysBaseline: append([]string{"idle_session_bytes"}, common...),
+		sysFloor:    common,
+	}
+	for sys, keys := range want {
+		var figures map[string]float64
+		if err := json.Unmarshal(res[sys], &figures); err != nil {
+			t.Fatalf("%s: %v in %s", sys, err, res[sys])
+		}
+		for _, k := range keys {
+			if v, ok := figures[k]; !ok || !(v > 0) {
+				t.Errorf("%s.%s = %v (present %v), want a positive number", sys, k, v, ok)
+			}
+		}
+	}
+	for _, k := range []string{"idle_session_bytes", "recovery_serving_ms", "recovery_delivered_ms", "db_transactions_per_call"} {
+		var v float64
+		if err := json.Unmarshal(res[k], &v); err != nil || !(v > 0) {
+			t.Errorf("%s = %s, want a positive number", k, res[k])
+		}
+	}
+	var m machineInfo
+	if err := json.Unmarshal(res["machine"], &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Cores < 1 || m.MemoryBytes <= 0 || m.CPUModel == "" || m.GoVersion == "" || m.Date == "" {
+		t.Errorf("machine = %+v, want cores, memory, CPU model, Go version and date", m)
+	}
+	if t.Failed() {
+		t.Logf("harness output:\n%s", logs)
+	}
+}
+
+// TestPercentile checks the nearest-rank percentile the round trips use.
+func TestPercentile(t *testing.T) {
+	d := make([]time.Duration, 100)
+	for i := range d {
+		d[len(d)-1-i] = time.Duration(i+1) * time.Millisecond
+	}
+	if got := percentile(d, 50); got != 50*time.Millisecond {
+		t.Errorf("p50 = %s, want 50ms", got)
+	}
+	if got := percentile(d, 99); got != 99*time.Millisecond {
+		t.Errorf("p99 = %s, want 99ms", got)
+	}
+	if got := percentile(d[:1], 99); got != 100*time.Millisecond {
+		t.Errorf("p99 of one = %s, want 100ms", got)
+	}
+}
+
+// TestSummarize checks medians of odd and even counts, min and max.
+func TestSummarize(t *testing.T) {
+	s := summarize([]float64{5, 1, 3})
+	if s.Median != 3 || s.Min != 1 || s.Max != 5 {
+		t.Errorf("summarize(5,1,3) = %+v", s)
+	}
+	if s := summarize([]float64{4, 1, 3, 2}); s.Median != 2.5 {
+		t.Errorf("median of 1..4 = %v, want 2.5", s.Median)
+	}
+}
