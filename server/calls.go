@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -26,11 +27,15 @@ func (e *Engine) CreateCall(ctx context.Context, req toolgate.CallRequest, idemp
 	return call, err
 }
 
-// Dispatch checks a call to a remote tool (tool known, arguments valid,
-// session reachable, timeout within bounds), stores it with its
-// tool_call_request event in one transaction, and only then wakes the
-// session's streams and polls. It returns the stored record (pending) and
-// whether it was created now (false when an Idempotency-Key matched).
+// Dispatch checks a call (tool known, arguments valid, session reachable,
+// timeout within bounds, the before-call hooks), decides whether it must
+// wait for approval, counts it against the tool's rate limit and stores it
+// — with its tool_call_request event unless it awaits approval — all in one
+// transaction, and only then wakes the session's streams and polls. A call
+// without session_id is for a built-in tool: it is stored the same way
+// (session_id NULL) and run inside the gateway. It returns the stored
+// record and whether it was created now (false when an Idempotency-Key
+// matched).
 func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts CallOptions) (*toolgate.Call, bool, error) {
 	if opts.IdempotencyKey != "" {
 		if len(opts.IdempotencyKey) > 255 {
@@ -46,14 +51,14 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	if req.Tool == "" {
 		return nil, false, toolgate.Errorf(toolgate.EBadRequest, "tool is required")
 	}
-	if req.SessionID == "" {
-		return nil, false, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", req.Tool)
-	}
 	args := req.Args
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
 	args = json.RawMessage(compactJSON(args))
+	if req.SessionID == "" {
+		return e.dispatchBuiltin(ctx, req, args, opts)
+	}
 
 	now := e.now()
 	e.mu.Lock()
@@ -64,6 +69,7 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	}
 	tool := s.tools[req.Tool]
 	reachable := s.reachable(now, e.cfg)
+	autoApprove := s.row.AutoApprove
 	e.mu.Unlock()
 	if tool == nil {
 		return nil, false, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", req.SessionID, req.Tool)
@@ -71,50 +77,107 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	if err := tool.validateArgs(args); err != nil {
 		return nil, false, err
 	}
-	timeout := e.cfg.DefaultTimeout
-	switch {
-	case req.TimeoutMS != 0:
-		if err := e.checkTimeout(req.TimeoutMS); err != nil {
-			return nil, false, err
-		}
-		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
-	case tool.spec.TimeoutMS != 0:
-		timeout = time.Duration(tool.spec.TimeoutMS) * time.Millisecond
+	timeout, err := e.callTimeout(req.TimeoutMS, tool.spec.TimeoutMS)
+	if err != nil {
+		return nil, false, err
 	}
 	if !reachable {
 		return nil, false, toolgate.Errorf(toolgate.ESessionOffline,
 			"session %s has been offline longer than its grace period of %s", req.SessionID, e.cfg.SessionGrace)
 	}
+	check := agentloop.CallCheck{RunID: opts.RunID, SessionID: req.SessionID, Tool: req.Tool, Args: args,
+		Source: toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: req.SessionID}}
+	if err := e.hooks.CheckCall(ctx, check); err != nil {
+		return nil, false, err
+	}
+	row, created, err := e.storeCall(ctx, req.SessionID, req.Tool, args, tool.spec, timeout, autoApprove, opts, now)
+	if err != nil || !created {
+		return callOf(row), false, err
+	}
+	if row.Status == string(toolgate.StatusPending) {
+		e.wakeSession(req.SessionID)
+	}
+	e.log.Debug("call "+row.Status, "call", row.ID, "session", req.SessionID, "tool", req.Tool, "deadline", row.DeadlineTime())
+	return row.Call(), true, nil
+}
 
+// callOf is the record of a stored call, nil for none.
+func callOf(row *store.CallRow) *toolgate.Call {
+	if row == nil {
+		return nil
+	}
+	return row.Call()
+}
+
+// callTimeout picks a call's timeout: the call's own, else the tool's,
+// else the gateway's default; the call's is checked against the bounds.
+func (e *Engine) callTimeout(callMS, toolMS int64) (time.Duration, error) {
+	switch {
+	case callMS != 0:
+		if err := e.checkTimeout(callMS); err != nil {
+			return 0, err
+		}
+		return time.Duration(callMS) * time.Millisecond, nil
+	case toolMS != 0:
+		return time.Duration(toolMS) * time.Millisecond, nil
+	}
+	return e.cfg.DefaultTimeout, nil
+}
+
+// storeCall stores a new call in one transaction: the rate limit is
+// counted from the stored calls inside it, so two concurrent calls cannot
+// both slip under the limit; a call that needs approval is stored as
+// awaiting_approval, with the approval timeout as its deadline and no
+// event for the client yet; any other call is stored pending with its
+// tool_call_request event (for a remote tool). sessionID is empty for a
+// built-in tool.
+func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args json.RawMessage, spec toolgate.ToolSpec,
+	timeout time.Duration, autoApprove bool, opts CallOptions, now time.Time) (row *store.CallRow, created bool, err error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, false, err
 	}
-	row := store.NewCallRow(id.String(), req.SessionID, req.Tool, args, toolgate.StatusPending, timeout, now)
-	row.SetIdempotencyKey(opts.IdempotencyKey)
-	row.SetRunID(opts.RunID)
-	event := requestEvent(row.ID, req.Tool, args, row.DeadlineTime(), 1)
+	status := toolgate.StatusPending
+	if agentloop.NeedsApproval(spec.RequiresApproval, autoApprove) {
+		status = toolgate.StatusAwaitingApproval
+	}
+	newRow := store.NewCallRow(id.String(), sessionID, tool, args, status, timeout, now)
+	if status == toolgate.StatusAwaitingApproval {
+		newRow.Deadline = now.Add(e.cfg.ApprovalTimeout).UnixMilli()
+	}
+	newRow.SetIdempotencyKey(opts.IdempotencyKey)
+	newRow.SetRunID(opts.RunID)
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
-		if err := tx.InsertCall(&row); err != nil {
+		if spec.RateLimit != nil {
+			recent, err := tx.RecentCallTimes(sessionID, tool, now.Add(-agentloop.RateLimitHorizon))
+			if err != nil {
+				return err
+			}
+			if err := agentloop.CheckRateLimit(tool, spec.RateLimit, recent, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.InsertCall(&newRow); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(req.SessionID, toolgate.EventToolCallRequest, row.ID, event, now)
+		if sessionID == "" || status != toolgate.StatusPending {
+			return nil
+		}
+		_, err := tx.AppendEvent(sessionID, toolgate.EventToolCallRequest, newRow.ID, requestEvent(newRow.ID, tool, args, newRow.DeadlineTime(), 1), now)
 		return err
 	})
 	if err != nil {
 		if opts.IdempotencyKey != "" && strings.Contains(err.Error(), "UNIQUE") {
 			// The same key raced another request; that one's call wins.
 			if existing, ferr := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); ferr == nil && existing != nil {
-				return existing.Call(), false, nil
+				return existing, false, nil
 			}
 		}
 		return nil, false, err
 	}
-	e.deadlines.schedule(row.ID, row.DeadlineTime())
-	e.wakeSession(req.SessionID)
+	e.deadlines.schedule(newRow.ID, newRow.DeadlineTime())
 	e.metrics.callCreated()
-	e.log.Debug("call pending", "call", row.ID, "session", req.SessionID, "tool", req.Tool, "deadline", row.DeadlineTime())
-	return row.Call(), true, nil
+	return &newRow, true, nil
 }
 
 // missingSession explains why a session id has no open session.

@@ -7,6 +7,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -32,6 +33,17 @@ type Config struct {
 	SweepInterval   time.Duration // how often expiry and pruning run
 	EventRetention  time.Duration // how long stream events are kept for replay
 	ShutdownTimeout time.Duration // how long SIGTERM waits for requests to finish
+
+	// ApprovalTimeout is how long a call may wait for approval before it
+	// ends timed_out.
+	ApprovalTimeout time.Duration
+
+	// The model the agent loop talks to, through any OpenAI-compatible
+	// chat-completions endpoint. With no LLMModel the runs API answers
+	// MODEL_NOT_CONFIGURED and everything else serves as usual.
+	LLMBaseURL string // e.g. http://localhost:11434/v1 for Ollama
+	LLMModel   string // e.g. llama3.1
+	LLMAPIKey  string // empty for servers that need none
 
 	// ToolNamePattern, when set, is a regular expression every registered
 	// tool name must also match (the gateway's name policy).
@@ -60,6 +72,7 @@ func DefaultConfig() Config {
 		SweepInterval:   30 * time.Second,
 		EventRetention:  24 * time.Hour,
 		ShutdownTimeout: 10 * time.Second,
+		ApprovalTimeout: 15 * time.Minute,
 	}
 }
 
@@ -88,6 +101,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.SweepInterval, d.SweepInterval)
 	setDur(&c.EventRetention, d.EventRetention)
 	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
+	setDur(&c.ApprovalTimeout, d.ApprovalTimeout)
 	if c.MaxToolsPerSess == 0 {
 		c.MaxToolsPerSess = d.MaxToolsPerSess
 	}
@@ -105,6 +119,7 @@ func (c Config) Validate() error {
 		"heartbeat": c.Heartbeat, "poll wait": c.PollWait, "max poll wait": c.MaxPollWait,
 		"default timeout": c.DefaultTimeout, "min timeout": c.MinTimeout, "max timeout": c.MaxTimeout,
 		"session grace": c.SessionGrace, "session ttl": c.SessionTTL, "sweep interval": c.SweepInterval,
+		"approval timeout": c.ApprovalTimeout,
 	}
 	for name, v := range positive {
 		if v < 0 {
@@ -122,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("request size limit %d is below 1024 bytes", c.MaxBodyBytes))
+	}
+	if c.LLMBaseURL != "" && !strings.HasPrefix(c.LLMBaseURL, "http://") && !strings.HasPrefix(c.LLMBaseURL, "https://") {
+		errs = append(errs, fmt.Errorf("llm base url %q must start with http:// or https://", c.LLMBaseURL))
 	}
 	if c.MaxToolsPerSess < 1 {
 		errs = append(errs, errors.New("max tools per session must be at least 1"))

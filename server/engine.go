@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -14,15 +15,21 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
 )
 
 // BuiltinTools is what the engine needs to know of the tools that run inside
-// the gateway: their names, so that no remote tool shadows one, and their
-// listing for GET /api/tools. The agent loop's registry provides it.
+// the gateway: their names, so that no remote tool shadows one, their
+// listing for GET /api/tools, the tools themselves, which the engine runs
+// for calls without a session, and the check a remote registration passes
+// (no shadowing, the registration rules). The agent loop's registry
+// provides it.
 type BuiltinTools interface {
 	Has(name string) bool
 	List() []toolgate.ToolInfo
+	Builtin(name string) (agentloop.Tool, bool)
+	CheckRemote(sessionID string, spec toolgate.ToolSpec) error
 }
 
 // Engine is the gateway's core. All state changes go through the store
@@ -30,14 +37,24 @@ type BuiltinTools interface {
 // rebuilt from the store (sessions, compiled tool schemas, presence,
 // waiters and the deadline queue).
 type Engine struct {
-	cfg        Config
-	st         *store.Store
-	log        *slog.Logger
-	now        func() time.Time
-	agentKey   string
-	namePolicy *regexp.Regexp
-	builtins   BuiltinTools
-	metrics    *metrics
+	cfg      Config
+	st       *store.Store
+	log      *slog.Logger
+	now      func() time.Time
+	agentKey string
+	builtins BuiltinTools
+	hooks    *agentloop.Hooks // before-call hooks and registration rules
+	metrics  *metrics
+
+	// life ends when the engine closes; built-in tools run under it.
+	life    context.Context
+	endLife context.CancelFunc
+
+	builtinMu      sync.Mutex
+	builtinEntries map[string]*toolEntry // compiled schemas of built-in tools
+
+	progressMu   sync.Mutex
+	progressSubs map[string]map[chan json.RawMessage]struct{} // by call id
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState // open sessions by id
@@ -80,7 +97,12 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		byToken:  map[string]*sessionState{},
 		waiters:  map[string]*callWaiters{},
 		stop:     make(chan struct{}),
+		hooks:    &agentloop.Hooks{},
+
+		builtinEntries: map[string]*toolEntry{},
+		progressSubs:   map[string]map[chan json.RawMessage]struct{}{},
 	}
+	e.life, e.endLife = context.WithCancel(context.Background())
 	if cfg.Now != nil {
 		e.now = cfg.Now
 	}
@@ -89,7 +111,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		if err != nil {
 			return nil, fmt.Errorf("tool name pattern: %w", err)
 		}
-		e.namePolicy = re
+		e.hooks.OnBeforeRegister(agentloop.ToolNamePolicy(re))
 	}
 	if err := e.loadAgentKey(ctx); err != nil {
 		return nil, err
@@ -113,8 +135,13 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	return e, nil
 }
 
-// SetBuiltins tells the engine which tools run inside the gateway.
+// SetBuiltins tells the engine which tools run inside the gateway. Call it
+// before serving.
 func (e *Engine) SetBuiltins(b BuiltinTools) { e.builtins = b }
+
+// Hooks returns the chain every call (before it is stored) and every
+// remote tool registration passes; embedders add their own hooks to it.
+func (e *Engine) Hooks() *agentloop.Hooks { return e.hooks }
 
 // Close stops the engine's background loops. The store stays open.
 func (e *Engine) Close() {
@@ -124,6 +151,7 @@ func (e *Engine) Close() {
 	default:
 	}
 	close(e.stop)
+	e.endLife()
 	e.stopped.Wait()
 	e.mu.Lock()
 	for _, s := range e.sessions {

@@ -18,6 +18,7 @@ type Server struct {
 	Config Config
 	Store  *store.Store
 	Engine *Engine
+	Agent  *Agent
 
 	log      *slog.Logger
 	listener net.Listener
@@ -44,6 +45,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
+	agent, err := newAgent(eng, cfg, log)
+	if err != nil {
+		eng.Close()
+		st.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		eng.Close()
@@ -51,10 +58,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	baseCtx, cancel := context.WithCancel(context.Background())
-	s := &Server{Config: cfg, Store: st, Engine: eng, log: log, listener: ln, cancel: cancel}
+	s := &Server{Config: cfg, Store: st, Engine: eng, Agent: agent, log: log, listener: ln, cancel: cancel}
 	s.http = &http.Server{
 		Handler: handlers.New(handlers.Options{
-			Engine:         eng,
+			Engine:         handlerEngine{eng},
+			Mount:          handlers.MountAgent(agent),
 			Metrics:        eng.MetricsHandler(),
 			AllowedOrigins: cfg.AllowedOrigins,
 			MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -73,11 +81,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 // URL is the base URL the gateway serves on.
 func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
 
-// Serve serves until ctx ends, then shuts down gracefully: streams and
+// Serve resumes the runs and built-in calls a stopped process left open,
+// then serves until ctx ends, and shuts down gracefully: streams and
 // held polls end (clients reconnect to the next process), requests in
 // flight finish within the shutdown timeout, pending writes are committed
 // and the database is closed.
 func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Agent.resume(ctx); err != nil {
+		s.log.Error("resume agent work", "err", err)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.listener) }()
 	var serveErr error
@@ -91,6 +103,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer cancel()
 	err := s.http.Shutdown(shutdownCtx)
 	s.Engine.Close()
+	s.Agent.wait()
 	err = errors.Join(err, s.Store.Close())
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		err = errors.Join(serveErr, err)

@@ -87,18 +87,15 @@ func (t *toolEntry) validateArgs(args json.RawMessage) error {
 
 // checkSpec validates one tool of a registration, returning the spec as it
 // will be stored, or the rejection.
-func (e *Engine) checkSpec(spec toolgate.ToolSpec) (*toolEntry, *toolgate.ToolRejection) {
+func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *toolgate.ToolRejection) {
 	reject := func(code, format string, args ...any) (*toolEntry, *toolgate.ToolRejection) {
 		return nil, &toolgate.ToolRejection{Name: spec.Name, Code: code, Message: fmt.Sprintf(format, args...)}
 	}
 	if !toolgate.ToolNamePattern.MatchString(spec.Name) {
 		return reject(toolgate.EBadRequest, "name must match %s", toolgate.ToolNamePattern)
 	}
-	if e.namePolicy != nil && !e.namePolicy.MatchString(spec.Name) {
-		return reject(toolgate.EPermissionDenied, "name is not allowed by this gateway's tool-name policy %s", e.namePolicy)
-	}
-	if e.builtins != nil && e.builtins.Has(spec.Name) {
-		return reject(toolgate.EConflict, "name is taken by a built-in tool")
+	if rej := e.admitRemote(sid, spec); rej != nil {
+		return nil, rej
 	}
 	if strings.TrimSpace(spec.Description) == "" {
 		return reject(toolgate.EBadRequest, "description is required")
@@ -153,7 +150,7 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 	accepted := map[string]*toolEntry{}
 	var order []string
 	for _, spec := range req.Tools {
-		entry, rej := e.checkSpec(spec)
+		entry, rej := e.checkSpec(sid, spec)
 		if rej == nil {
 			if _, dup := accepted[spec.Name]; dup {
 				rej = &toolgate.ToolRejection{Name: spec.Name, Code: toolgate.EBadRequest, Message: "name is listed twice in this registration"}

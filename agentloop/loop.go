@@ -1,0 +1,330 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// DefaultMaxSteps is a run's max_steps when the caller gives none;
+// MaxStepsLimit is the most a caller may ask for.
+const (
+	DefaultMaxSteps = 8
+	MaxStepsLimit   = 64
+)
+
+// Runner drives runs: it asks the model, runs the tool calls the model
+// picks in parallel through the gateway, appends their results (or errors,
+// with codes and hints) as tool messages, and repeats until the model
+// answers or the run has taken max_steps turns. Every step is stored before
+// the next begins, so a run whose process died goes on from where it was:
+// tool calls already made are found again by their idempotency keys and the
+// model is not asked again for a turn it has taken.
+type Runner struct {
+	Registry *Registry
+	Model    Model // nil when no model is configured
+	Store    RunStore
+	Log      *slog.Logger
+}
+
+// ErrNoModel is returned by Start when no model is configured.
+var ErrNoModel = errors.New("no model is configured")
+
+// NewRun is what starting a run takes.
+type NewRun struct {
+	SessionID        string
+	StartedBySession string
+	Messages         []Message
+	MaxSteps         int
+}
+
+// Start checks and stores a new run; Drive then runs it.
+func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time) (*Run, error) {
+	if r.Model == nil {
+		return nil, ErrNoModel
+	}
+	if in.MaxSteps == 0 {
+		in.MaxSteps = DefaultMaxSteps
+	}
+	if in.MaxSteps < 1 || in.MaxSteps > MaxStepsLimit {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "max_steps must be between 1 and %d", MaxStepsLimit)
+	}
+	if err := CheckMessages(in.Messages); err != nil {
+		return nil, err
+	}
+	if in.SessionID != "" {
+		// The session must be open; its tools are what the model is shown.
+		if _, err := r.Registry.ToolsFor(ctx, in.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	run := &Run{
+		ID: id, SessionID: in.SessionID, StartedBySession: in.StartedBySession, Model: r.Model.Name(),
+		Status: RunRunning, MaxSteps: in.MaxSteps, CreatedAt: toolgate.NewTime(now), UpdatedAt: toolgate.NewTime(now),
+		InputMessages: len(in.Messages), Messages: in.Messages,
+	}
+	if err := r.Store.CreateRun(ctx, run); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// Drive runs a stored run until it ends or ctx ends (a shutdown: the run
+// stays running in the store and a later Drive continues it). emit
+// receives the run's events; it must not block for long.
+func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	// A step once decided is stored whole, even while ctx ends.
+	sctx := context.WithoutCancel(ctx)
+	run, err := r.Store.LoadRun(ctx, runID)
+	if err != nil {
+		r.log().Error("load run", "run", runID, "err", err)
+		return
+	}
+	if run.Status != RunRunning {
+		return
+	}
+	emit(Event{Type: EventRunStarted, RunID: run.ID, Run: summary(run)})
+	for ctx.Err() == nil {
+		if pending, step := unansweredToolCalls(run); len(pending) > 0 {
+			msgs := r.runTools(ctx, run, step, pending, emit)
+			if ctx.Err() != nil {
+				return
+			}
+			if err := r.Store.AppendMessages(sctx, run.ID, run.Steps, msgs); err != nil {
+				r.fail(sctx, run, toolgate.EInternal, "could not store the tool results", err, emit)
+				return
+			}
+			run.Messages = append(run.Messages, msgs...)
+			continue
+		}
+		if n := len(run.Messages); n > run.InputMessages && run.Messages[n-1].Role == RoleAssistant {
+			// The model answered before the process stopped; only the end was not stored.
+			r.finish(sctx, run, run.Messages[n-1].Content, emit)
+			return
+		}
+		if run.Steps >= run.MaxSteps {
+			r.fail(ctx, run, EMaxSteps, fmt.Sprintf("the model had not answered after max_steps=%d turns", run.MaxSteps), nil, emit)
+			return
+		}
+		if r.Model == nil {
+			r.log().Warn("run waits for a model to be configured", "run", run.ID)
+			return
+		}
+		tools, err := r.Registry.ToolsFor(ctx, run.SessionID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.fail(ctx, run, toolgate.ErrorCode(err), "the run's tools are unavailable: "+toolgate.ErrorMessage(err), err, emit)
+			return
+		}
+		reply, err := r.Model.Complete(ctx, run.Messages, Definitions(tools))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.fail(ctx, run, EModelError, "the model request failed: "+errorText(err), err, emit)
+			return
+		}
+		reply.Role = RoleAssistant
+		if err := r.Store.AppendMessages(sctx, run.ID, run.Steps+1, []Message{reply}); err != nil {
+			r.fail(sctx, run, toolgate.EInternal, "could not store the model's message", err, emit)
+			return
+		}
+		run.Steps++
+		run.Messages = append(run.Messages, reply)
+		emit(Event{Type: EventModelMessage, RunID: run.ID, Step: run.Steps, Message: &reply})
+		if len(reply.ToolCalls) == 0 {
+			r.finish(sctx, run, reply.Content, emit)
+			return
+		}
+	}
+}
+
+// unansweredToolCalls returns the tool calls of the run's last assistant
+// message that no tool message answers yet, and the step that message was.
+func unansweredToolCalls(run *Run) ([]ToolCall, int) {
+	for i := len(run.Messages) - 1; i >= run.InputMessages; i-- {
+		m := run.Messages[i]
+		if m.Role != RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, later := range run.Messages[i+1:] {
+			if later.Role == RoleTool {
+				answered[later.ToolCallID] = true
+			}
+		}
+		var pending []ToolCall
+		for _, tc := range m.ToolCalls {
+			if !answered[tc.ID] {
+				pending = append(pending, tc)
+			}
+		}
+		return pending, run.Steps
+	}
+	return nil, run.Steps
+}
+
+// runTools runs the tool calls in parallel and returns their tool
+// messages in the model's order.
+func (r *Runner) runTools(ctx context.Context, run *Run, step int, calls []ToolCall, emit func(Event)) []Message {
+	msgs := make([]Message, len(calls))
+	var wg sync.WaitGroup
+	for i, tc := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msgs[i] = r.runTool(ctx, run, step, i, tc, emit)
+		}()
+	}
+	wg.Wait()
+	return msgs
+}
+
+// runTool makes one tool call through the gateway. Its idempotency key
+// names the run, the step and the call's place in it, so doing it again
+// after a restart finds the call made the first time.
+func (r *Runner) runTool(ctx context.Context, run *Run, step, index int, tc ToolCall, emit func(Event)) Message {
+	name := tc.Function.Name
+	args := strings.TrimSpace(tc.Function.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	base := Event{RunID: run.ID, Step: step, ToolCallID: tc.ID, Tool: name}
+	var startedOnce sync.Once
+	started := func(call *toolgate.Call) {
+		startedOnce.Do(func() {
+			ev := base
+			ev.Type, ev.Args = EventToolCallStarted, json.RawMessage(args)
+			if !json.Valid(ev.Args) {
+				ev.Args = nil
+			}
+			if call != nil {
+				ev.CallID, ev.Status = call.ID, string(call.Status)
+			}
+			emit(ev)
+			if call != nil && call.Status == toolgate.StatusAwaitingApproval {
+				ev.Type, ev.Status = EventApprovalNeeded, ""
+				emit(ev)
+			}
+		})
+	}
+	var res Result
+	var err error
+	if !json.Valid([]byte(args)) {
+		err = toolgate.Errorf(toolgate.EInvalidArgs, "the arguments are not valid JSON: %s", truncate(args, 200))
+	} else {
+		tool := r.toolNamed(name, run.SessionID)
+		if d, c := Estimates(tool, json.RawMessage(args)); d > 0 || c > 0 {
+			base.EstimatedDurationMS, base.EstimatedCost = d.Milliseconds(), c
+		}
+		inv := Invocation{
+			RunID:          run.ID,
+			IdempotencyKey: fmt.Sprintf("run:%s:%d:%d:%s", run.ID, step, index, tc.ID),
+			Dispatched:     started,
+			Progress: func(callID string, p json.RawMessage) {
+				ev := base
+				ev.Type, ev.CallID, ev.Progress = EventToolCallProgress, callID, p
+				emit(ev)
+			},
+		}
+		res, err = tool.Execute(WithInvocation(ctx, inv), json.RawMessage(args))
+	}
+	if ctx.Err() != nil {
+		return Message{}
+	}
+	started(res.Call)
+	ev := base
+	ev.Type = EventToolCallFinished
+	if res.Call != nil {
+		ev.CallID, ev.Status, ev.DurationMS = res.Call.ID, string(res.Call.Status), res.Call.DurationMS
+	}
+	if err != nil {
+		ev.Error = &toolgate.CallError{Code: toolgate.ErrorCode(err), Message: toolgate.ErrorMessage(err)}
+		if ev.Status == "" {
+			ev.Status = string(toolgate.StatusFailed)
+		}
+	} else {
+		ev.Output = res.Output
+	}
+	emit(ev)
+	return ToolMessage(tc.ID, name, res.Output, err)
+}
+
+// toolNamed returns the tool a name stands for in a run: a built-in tool,
+// else the session's remote tool of that name. The engine judges the
+// call (unknown tool, offline session) and its answer reaches the model.
+func (r *Runner) toolNamed(name, sessionID string) Tool {
+	r.Registry.mu.RLock()
+	d := r.Registry.dispatcher
+	b, builtin := r.Registry.builtins[name]
+	r.Registry.mu.RUnlock()
+	if builtin {
+		return &GatewayTool{spec: Spec(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b}
+	}
+	return NewRemoteTool(toolgate.ToolSpec{Name: name}, sessionID, d)
+}
+
+func (r *Runner) finish(ctx context.Context, run *Run, output string, emit func(Event)) {
+	if err := r.Store.FinishRun(ctx, run.ID, RunFinished, output, nil); err != nil {
+		r.log().Error("finish run", "run", run.ID, "err", err)
+		return
+	}
+	run.Status, run.Output = RunFinished, output
+	emit(Event{Type: EventRunFinished, RunID: run.ID, Run: summary(run)})
+}
+
+func (r *Runner) fail(ctx context.Context, run *Run, code, message string, cause error, emit func(Event)) {
+	if cause != nil {
+		r.log().Warn("run failed", "run", run.ID, "code", code, "err", cause)
+	}
+	e := &toolgate.CallError{Code: code, Message: message}
+	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run.ID, RunFailed, "", e); err != nil {
+		r.log().Error("fail run", "run", run.ID, "err", err)
+		return
+	}
+	run.Status, run.Error = RunFailed, e
+	emit(Event{Type: EventRunFailed, RunID: run.ID, Error: e, Run: summary(run)})
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
+
+// summary is the run without its messages and calls, for events.
+func summary(run *Run) *Run {
+	s := *run
+	s.Messages, s.Calls = nil, nil
+	return &s
+}
+
+// errorText is the message of a *toolgate.Error, or the error's text: a
+// model endpoint's failure is worth showing as it is.
+func errorText(err error) string {
+	var te *toolgate.Error
+	if errors.As(err, &te) {
+		return te.Message
+	}
+	return err.Error()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

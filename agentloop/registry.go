@@ -1,0 +1,161 @@
+package agentloop
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/toolgate/toolgate"
+)
+
+// RemoteDirectory lists the tools a client session has registered, with
+// whether each can be called now. The engine implements it; it answers
+// NOT_FOUND for a session that is closed or expired, whose tools are gone.
+type RemoteDirectory interface {
+	ListTools(ctx context.Context, sessionID string) ([]toolgate.ToolInfo, error)
+}
+
+// Registry knows every tool and where it runs: the built-in tools, held
+// here, and the remote tools of each session, read live from the engine
+// (so a session's tools are gone the moment it closes or expires, and
+// nothing here can drift from what the gateway has stored). It refuses a
+// remote tool that would shadow a built-in one, and hands the loop the
+// tools one session's run may use.
+type Registry struct {
+	hooks *Hooks
+
+	mu         sync.RWMutex
+	builtins   map[string]Tool
+	names      []string // built-in names, sorted
+	remote     RemoteDirectory
+	dispatcher Dispatcher
+}
+
+// NewRegistry returns an empty registry whose registration check also
+// runs the hooks' registration rules; hooks may be nil.
+func NewRegistry(hooks *Hooks) *Registry {
+	if hooks == nil {
+		hooks = &Hooks{}
+	}
+	return &Registry{hooks: hooks, builtins: map[string]Tool{}}
+}
+
+// Hooks returns the hook chain the registry checks registrations with.
+func (r *Registry) Hooks() *Hooks { return r.hooks }
+
+// Connect gives the registry the engine's session tools and dispatch.
+func (r *Registry) Connect(dir RemoteDirectory, d Dispatcher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.remote, r.dispatcher = dir, d
+}
+
+// AddBuiltin registers a tool that runs inside the gateway. Its name must
+// have the protocol's shape and be new; its parameters must be given.
+func (r *Registry) AddBuiltin(t Tool) error {
+	name := t.Name()
+	if !toolgate.ToolNamePattern.MatchString(name) {
+		return fmt.Errorf("built-in tool name %q must match %s", name, toolgate.ToolNamePattern)
+	}
+	if strings.TrimSpace(t.Description()) == "" {
+		return fmt.Errorf("built-in tool %s needs a description", name)
+	}
+	if len(t.Parameters()) == 0 {
+		return fmt.Errorf("built-in tool %s needs a parameters schema", name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.builtins[name]; dup {
+		return fmt.Errorf("built-in tool %s is registered twice", name)
+	}
+	r.builtins[name] = t
+	r.names = append(r.names, name)
+	slices.Sort(r.names)
+	return nil
+}
+
+// Has reports whether name is a built-in tool.
+func (r *Registry) Has(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.builtins[name]
+	return ok
+}
+
+// Builtin returns the built-in tool of that name.
+func (r *Registry) Builtin(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.builtins[name]
+	return t, ok
+}
+
+// List describes the built-in tools, sorted by name, as GET /api/tools
+// shows them.
+func (r *Registry) List() []toolgate.ToolInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]toolgate.ToolInfo, 0, len(r.names))
+	for _, name := range r.names {
+		out = append(out, toolgate.ToolInfo{
+			ToolSpec: Spec(r.builtins[name]),
+			Source:   toolgate.ToolSource{Kind: toolgate.SourceBuiltin},
+			Online:   true,
+		})
+	}
+	return out
+}
+
+// CheckRemote decides whether a client may register spec: it must not
+// shadow a built-in tool (CONFLICT), and it must pass every registration
+// rule (the tool-name policy among them).
+func (r *Registry) CheckRemote(sessionID string, spec toolgate.ToolSpec) error {
+	if r.Has(spec.Name) {
+		return toolgate.Errorf(toolgate.EConflict, "name is taken by a built-in tool")
+	}
+	return r.hooks.CheckRegistration(sessionID, spec)
+}
+
+// ToolsFor returns the tools a run for the session may use: the built-in
+// tools and the session's tools that are online, sorted by name (built-ins
+// first). Every one executes through the engine, so each call is stored.
+// An empty sessionID gives the built-in tools only.
+func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, error) {
+	r.mu.RLock()
+	dir, d := r.remote, r.dispatcher
+	tools := make([]Tool, 0, len(r.names))
+	for _, name := range r.names {
+		b := r.builtins[name]
+		tools = append(tools, &GatewayTool{
+			spec: Spec(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b,
+		})
+	}
+	r.mu.RUnlock()
+	if d == nil {
+		return nil, fmt.Errorf("agentloop: registry is not connected to a dispatcher")
+	}
+	if sessionID == "" {
+		return tools, nil
+	}
+	infos, err := dir.ListTools(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	for _, info := range infos {
+		if info.Online && !r.Has(info.Name) {
+			tools = append(tools, NewRemoteTool(info.ToolSpec, sessionID, d))
+		}
+	}
+	return tools, nil
+}
+
+// Definitions returns what the model is shown of the tools.
+func Definitions(tools []Tool) []Definition {
+	defs := make([]Definition, 0, len(tools))
+	for _, t := range tools {
+		defs = append(defs, Definition{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()})
+	}
+	return defs
+}

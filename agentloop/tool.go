@@ -1,0 +1,107 @@
+// Package agentloop is toolgate's agent: one Tool interface for tools that
+// run inside the gateway and tools that live in clients, a registry that
+// knows where each tool comes from, built-in tools, an OpenAI-compatible
+// model provider, the hook chain every call and registration passes, the
+// approval and rate-limit rules, and the loop that asks the model, runs the
+// tools it picks and stores each step so that a run survives a restart.
+//
+// It imports only the root toolgate package of this module. What it needs
+// of the gateway — sending a call to a client, listing a session's tools,
+// storing runs — it declares as interfaces (Dispatcher, RemoteDirectory,
+// RunStore); the server package implements them and wires everything.
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// Tool is one tool the agent can call. Built-in tools and remote tools (in
+// a client's session) implement it alike, so the loop never tells them
+// apart.
+type Tool interface {
+	// Name is the tool's unique name, as the model calls it.
+	Name() string
+	// Description tells the model what the tool does.
+	Description() string
+	// Parameters is the JSON Schema of the arguments (top-level type object).
+	Parameters() json.RawMessage
+	// Execute runs the tool with JSON arguments. A failure the model should
+	// hear about is a *toolgate.Error (its code, message and details).
+	Execute(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// Result is what one execution of a tool produced.
+type Result struct {
+	Output   json.RawMessage // any JSON value
+	Duration time.Duration   // how long the execution took
+	// Call is the stored call record when the tool ran through the gateway.
+	Call *toolgate.Call
+}
+
+// The optional traits a tool may implement. A tool without one gets the
+// default: the gateway's default timeout, no approval, no rate limit, not
+// read-only, no estimates.
+type (
+	// Timeouter sets how long one execution may take.
+	Timeouter interface{ Timeout() time.Duration }
+	// Approver says when a call must wait for a person's approval.
+	Approver interface{ RequiresApproval() toolgate.Approval }
+	// RateLimiter caps how often the tool may be called per session.
+	RateLimiter interface{ RateLimit() *toolgate.RateLimit }
+	// ReadOnlyer reports that the tool changes nothing.
+	ReadOnlyer interface{ ReadOnly() bool }
+	// DurationEstimator estimates how long a call with these arguments takes.
+	DurationEstimator interface {
+		EstimatedDuration(args json.RawMessage) (time.Duration, bool)
+	}
+	// CostEstimator estimates what a call with these arguments costs, in the
+	// embedder's unit (for budgets).
+	CostEstimator interface {
+		EstimatedCost(args json.RawMessage) (float64, bool)
+	}
+)
+
+// Spec describes a tool as the wire protocol does, traits included.
+func Spec(t Tool) toolgate.ToolSpec {
+	spec := toolgate.ToolSpec{
+		Name:             t.Name(),
+		Description:      t.Description(),
+		Parameters:       t.Parameters(),
+		RequiresApproval: toolgate.ApprovalNever,
+	}
+	if x, ok := t.(Timeouter); ok && x.Timeout() > 0 {
+		spec.TimeoutMS = x.Timeout().Milliseconds()
+	}
+	if x, ok := t.(Approver); ok && x.RequiresApproval().Valid() {
+		spec.RequiresApproval = x.RequiresApproval()
+	}
+	if x, ok := t.(RateLimiter); ok {
+		spec.RateLimit = x.RateLimit()
+	}
+	if x, ok := t.(ReadOnlyer); ok {
+		spec.ReadOnly = x.ReadOnly()
+	}
+	return spec
+}
+
+// Estimates returns a tool's estimated duration and cost for the
+// arguments, zero when it gives none.
+func Estimates(t Tool, args json.RawMessage) (time.Duration, float64) {
+	var d time.Duration
+	var c float64
+	if x, ok := t.(DurationEstimator); ok {
+		if v, ok := x.EstimatedDuration(args); ok {
+			d = v
+		}
+	}
+	if x, ok := t.(CostEstimator); ok {
+		if v, ok := x.EstimatedCost(args); ok {
+			c = v
+		}
+	}
+	return d, c
+}

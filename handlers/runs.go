@@ -1,0 +1,253 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgate/toolgate"
+)
+
+// EModelNotConfigured is the code of the runs API when the gateway was
+// started without a model: 503, with a message that says what to set.
+const EModelNotConfigured = "MODEL_NOT_CONFIGURED"
+
+func init() { statusOf[EModelNotConfigured] = http.StatusServiceUnavailable }
+
+// RunRequest is the body of POST /v1/runs and POST /v1/sessions/{sid}/runs:
+// input text, or messages in the chat-completions format.
+type RunRequest struct {
+	SessionID string          `json:"session_id"`
+	Input     string          `json:"input"`
+	Messages  json.RawMessage `json:"messages"`
+	MaxSteps  int             `json:"max_steps"`
+	// Wait: false answers 202 with the run as soon as it is stored.
+	Wait *bool `json:"wait"`
+}
+
+// RunEvent is one event of a run, encoded once.
+type RunEvent struct {
+	Type string
+	Data json.RawMessage
+}
+
+// RunFeed is a started run's events, from its start.
+type RunFeed interface {
+	// Next returns the events after the first from, waiting until there
+	// are some, the run has ended (ended true once all were returned), or
+	// ctx ends.
+	Next(ctx context.Context, from int) (events []RunEvent, ended bool, err error)
+}
+
+// Agent is what the runs API and the approval endpoints need of the
+// gateway; the server implements it.
+type Agent interface {
+	IsAgentKey(secret string) bool
+	// StartRun stores a new run and starts it; startedBySession is the
+	// session whose token started it, empty for the agent key.
+	StartRun(ctx context.Context, req RunRequest, startedBySession string) (runID string, feed RunFeed, err error)
+	// GetRun reads a run with its messages and calls.
+	GetRun(ctx context.Context, id string) (any, error)
+	// RunFeed returns the events of a run still going on in this process,
+	// nil when it is not.
+	RunFeed(id string) RunFeed
+
+	ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error)
+	DenyCall(ctx context.Context, id, secret, reason string) (*toolgate.Call, error)
+	SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error)
+}
+
+// MountAgent returns the Options.Mount that adds the runs API, approval
+// and the auto-approve setting.
+func MountAgent(ag Agent) func(r Router, api *API) {
+	return func(r Router, api *API) {
+		h := &agentHandlers{api: api, ag: ag}
+		r.With(api.RequireAgent).Post("/v1/runs", h.handleRunCreate)
+		r.With(api.RequireAgent).Get("/v1/runs/{id}", h.handleRunGet)
+		r.With(api.requireSession).Post("/v1/sessions/{sid}/runs", h.handleRunCreate)
+		r.With(api.requireSessionOrAgent).Post("/v1/sessions/{sid}/settings", h.handleSettings)
+		r.Post("/v1/calls/{id}/approve", h.handleApprove)
+		r.Post("/v1/calls/{id}/deny", h.handleDeny)
+	}
+}
+
+type agentHandlers struct {
+	api *API
+	ag  Agent
+}
+
+// handleRunCreate serves POST /v1/runs (agent key) and
+// POST /v1/sessions/{sid}/runs (that session's token, for its own
+// session). With Accept: text/event-stream the reply streams the run's
+// events; else it is the final run record (202 with the running record
+// when "wait": false, or when the caller goes away first).
+func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) {
+	var req RunRequest
+	if err := DecodeJSON(r, &req, true, false); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	startedBy := ""
+	if sid := chi.URLParam(r, "sid"); sid != "" {
+		if req.SessionID != "" && req.SessionID != sid {
+			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "session_id must be this session's id or left out"))
+			return
+		}
+		req.SessionID, startedBy = sid, sid
+	}
+	id, feed, err := h.ag.StartRun(r.Context(), req, startedBy)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if wantsStream(r) {
+		h.streamRun(w, r, feed)
+		return
+	}
+	status := http.StatusOK
+	if req.Wait == nil || *req.Wait {
+		if err := waitEnded(r.Context(), feed); err != nil {
+			status = http.StatusAccepted
+		}
+	} else {
+		status = http.StatusAccepted
+	}
+	run, err := h.ag.GetRun(detached(r.Context()), id)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, status, run)
+}
+
+// handleRunGet serves GET /v1/runs/{id}: the run with its messages and
+// calls; with Accept: text/event-stream, the events of a run still going
+// on in this process (from its start), else the record.
+func (h *agentHandlers) handleRunGet(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if wantsStream(r) {
+		if feed := h.ag.RunFeed(id); feed != nil {
+			h.streamRun(w, r, feed)
+			return
+		}
+	}
+	run, err := h.ag.GetRun(r.Context(), id)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, run)
+}
+
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// waitEnded waits for the run to end; an error when ctx ended first.
+func waitEnded(ctx context.Context, feed RunFeed) error {
+	from := 0
+	for {
+		events, ended, err := feed.Next(ctx, from)
+		if err != nil || ended {
+			return err
+		}
+		from += len(events)
+	}
+}
+
+// streamRun writes the run's events as Server-Sent Events until the run
+// ends or the caller goes away (the run goes on either way), with pings
+// while it waits (on an approval, a slow client).
+func (h *agentHandlers) streamRun(w http.ResponseWriter, r *http.Request, feed RunFeed) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hd.Set("Cache-Control", "no-cache, no-transform")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(w)
+	flush := func() bool { return bw.Flush() == nil && rc.Flush() == nil }
+	heartbeat := h.api.opts.Heartbeat
+	if heartbeat <= 0 {
+		heartbeat = 15 * time.Second
+	}
+	from := 0
+	for {
+		ctx, cancel := context.WithTimeout(r.Context(), heartbeat)
+		events, ended, err := feed.Next(ctx, from)
+		cancel()
+		for _, ev := range events {
+			from++
+			bw.WriteString("id: " + strconv.Itoa(from) + "\nevent: " + ev.Type + "\ndata: ")
+			bw.Write(ev.Data)
+			bw.WriteString("\n\n")
+		}
+		if r.Context().Err() != nil {
+			return
+		}
+		if err != nil && len(events) == 0 {
+			bw.WriteString("event: ping\ndata: {\"type\":\"ping\",\"time\":\"" + time.Now().UTC().Format(toolgate.TimeLayout) + "\"}\n\n")
+		}
+		if !flush() || ended {
+			return
+		}
+	}
+}
+
+// handleApprove serves POST /v1/calls/{id}/approve, with the agent key or
+// the token of the session that started the call's run.
+func (h *agentHandlers) handleApprove(w http.ResponseWriter, r *http.Request) {
+	call, err := h.ag.ApproveCall(r.Context(), chi.URLParam(r, "id"), Bearer(r, false))
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, call)
+}
+
+// handleDeny serves POST /v1/calls/{id}/deny, body {"reason": "..."}
+// (optional), with the same credentials as approve.
+func (h *agentHandlers) handleDeny(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if err := DecodeJSON(r, &body, true, true); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	call, err := h.ag.DenyCall(r.Context(), chi.URLParam(r, "id"), Bearer(r, false), body.Reason)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, call)
+}
+
+// handleSettings serves POST /v1/sessions/{sid}/settings, body
+// {"auto_approve": true|false}, with the session's token or the agent key.
+func (h *agentHandlers) handleSettings(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		AutoApprove *bool `json:"auto_approve"`
+	}
+	if err := DecodeJSON(r, &body, true, false); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if body.AutoApprove == nil {
+		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "auto_approve (true or false) is required"))
+		return
+	}
+	view, err := h.ag.SetAutoApprove(r.Context(), chi.URLParam(r, "sid"), *body.AutoApprove)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, view)
+}

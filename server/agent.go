@@ -1,0 +1,244 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/store"
+)
+
+// Agent is the agent loop wired to the engine: the registry (built-in
+// tools here, remote tools read from the engine), the runner with its
+// model, and the runs going on in this process.
+type Agent struct {
+	Registry *agentloop.Registry
+	Runner   *agentloop.Runner
+
+	e   *Engine
+	log *slog.Logger
+
+	mu    sync.Mutex
+	feeds map[string]*runFeed // runs going on, by id
+	runs  sync.WaitGroup
+}
+
+// noModelMessage says what to set when no model is configured.
+const noModelMessage = "no model is configured: start toolgate with --llm-model (TOOLGATE_LLM_MODEL) and, unless the model is OpenAI's, " +
+	"--llm-base-url (TOOLGATE_LLM_BASE_URL), e.g. --llm-base-url http://localhost:11434/v1 --llm-model llama3.1 for a local Ollama; " +
+	"--llm-api-key (TOOLGATE_LLM_API_KEY) when the endpoint needs one"
+
+// newAgent builds the registry with the built-in tools, tells the engine
+// about them, and sets up the model when one is configured.
+func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
+	reg := agentloop.NewRegistry(e.Hooks())
+	for _, t := range []agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e)} {
+		if err := reg.AddBuiltin(t); err != nil {
+			return nil, err
+		}
+	}
+	reg.Connect(e, engineDispatcher{e})
+	e.SetBuiltins(reg)
+	var model agentloop.Model
+	if cfg.LLMModel != "" {
+		m, err := agentloop.NewOpenAI(agentloop.OpenAIConfig{BaseURL: cfg.LLMBaseURL, Model: cfg.LLMModel, APIKey: cfg.LLMAPIKey})
+		if err != nil {
+			return nil, err
+		}
+		model = m
+	}
+	return &Agent{
+		Registry: reg,
+		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.st, now: e.now}, Log: log},
+		e:        e,
+		log:      log,
+		feeds:    map[string]*runFeed{},
+	}, nil
+}
+
+// resume continues the runs and built-in calls a stopped process left
+// open. A run waiting on a remote call finds that call again and goes on
+// when the client answers.
+func (a *Agent) resume(ctx context.Context) error {
+	if err := a.e.resumeBuiltinCalls(ctx); err != nil {
+		return fmt.Errorf("resume built-in calls: %w", err)
+	}
+	ids, err := a.e.st.RunningRunIDs(ctx)
+	if err != nil {
+		return fmt.Errorf("resume runs: %w", err)
+	}
+	if len(ids) > 0 && a.Runner.Model == nil {
+		a.log.Warn("runs left running wait for a model to be configured", "runs", len(ids))
+		return nil
+	}
+	for _, id := range ids {
+		a.launch(id)
+	}
+	if len(ids) > 0 {
+		a.log.Info("runs resumed", "runs", len(ids))
+	}
+	return nil
+}
+
+// launch drives a stored run in the background, until it ends or the
+// engine closes.
+func (a *Agent) launch(id string) *runFeed {
+	feed := newRunFeed()
+	a.mu.Lock()
+	a.feeds[id] = feed
+	a.mu.Unlock()
+	a.runs.Add(1)
+	go func() {
+		defer a.runs.Done()
+		a.Runner.Drive(a.e.life, id, feed.emit)
+		feed.end()
+		a.mu.Lock()
+		delete(a.feeds, id)
+		a.mu.Unlock()
+	}()
+	return feed
+}
+
+// wait waits for the runs' goroutines after the engine closed.
+func (a *Agent) wait() { a.runs.Wait() }
+
+// IsAgentKey implements handlers.Agent.
+func (a *Agent) IsAgentKey(secret string) bool { return a.e.IsAgentKey(secret) }
+
+// StartRun implements handlers.Agent.
+func (a *Agent) StartRun(ctx context.Context, req handlers.RunRequest, startedBy string) (string, handlers.RunFeed, error) {
+	if a.Runner.Model == nil {
+		return "", nil, toolgate.Errorf(handlers.EModelNotConfigured, "%s", noModelMessage)
+	}
+	var msgs []agentloop.Message
+	if len(req.Messages) > 0 && string(req.Messages) != "null" {
+		dec := json.NewDecoder(strings.NewReader(string(req.Messages)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&msgs); err != nil {
+			return "", nil, toolgate.Errorf(toolgate.EBadRequest, "messages must be an array of chat messages ({role, content, tool_calls?, tool_call_id?}): %v", err)
+		}
+	}
+	if strings.TrimSpace(req.Input) != "" {
+		msgs = append(msgs, agentloop.Message{Role: agentloop.RoleUser, Content: req.Input})
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", nil, err
+	}
+	run, err := a.Runner.Start(ctx, agentloop.NewRun{
+		SessionID: req.SessionID, StartedBySession: startedBy, Messages: msgs, MaxSteps: req.MaxSteps,
+	}, id.String(), a.e.now())
+	if err != nil {
+		return "", nil, err
+	}
+	a.log.Debug("run started", "run", run.ID, "session", run.SessionID, "max_steps", run.MaxSteps)
+	return run.ID, a.launch(run.ID), nil
+}
+
+// GetRun implements handlers.Agent: the run with its messages and its
+// calls, oldest first.
+func (a *Agent) GetRun(ctx context.Context, id string) (any, error) {
+	run, err := a.Runner.Store.LoadRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := a.e.st.ListCalls(ctx, store.CallFilter{RunID: id, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	run.Calls = make([]*toolgate.Call, 0, len(rows))
+	for i := range rows {
+		run.Calls = append(run.Calls, rows[i].Call())
+	}
+	slices.Reverse(run.Calls)
+	return run, nil
+}
+
+// RunFeed implements handlers.Agent.
+func (a *Agent) RunFeed(id string) handlers.RunFeed {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f := a.feeds[id]; f != nil {
+		return f
+	}
+	return nil
+}
+
+// ApproveCall implements handlers.Agent.
+func (a *Agent) ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error) {
+	return a.e.ApproveCall(ctx, id, secret)
+}
+
+// DenyCall implements handlers.Agent.
+func (a *Agent) DenyCall(ctx context.Context, id, secret, reason string) (*toolgate.Call, error) {
+	return a.e.DenyCall(ctx, id, secret, reason)
+}
+
+// SetAutoApprove implements handlers.Agent.
+func (a *Agent) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
+	return a.e.SetAutoApprove(ctx, sid, on)
+}
+
+// runFeed keeps a live run's events in memory for whoever streams them;
+// emitting never blocks on a slow reader.
+type runFeed struct {
+	mu      sync.Mutex
+	events  []handlers.RunEvent
+	changed chan struct{} // closed and replaced at every change
+	ended   bool
+}
+
+func newRunFeed() *runFeed { return &runFeed{changed: make(chan struct{})} }
+
+func (f *runFeed) emit(ev agentloop.Event) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.events = append(f.events, handlers.RunEvent{Type: ev.Type, Data: data})
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+func (f *runFeed) end() {
+	f.mu.Lock()
+	f.ended = true
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// Next implements handlers.RunFeed.
+func (f *runFeed) Next(ctx context.Context, from int) ([]handlers.RunEvent, bool, error) {
+	for {
+		f.mu.Lock()
+		if from < len(f.events) {
+			out := slices.Clone(f.events[from:])
+			ended := f.ended
+			f.mu.Unlock()
+			return out, ended, nil
+		}
+		if f.ended {
+			f.mu.Unlock()
+			return nil, true, nil
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}

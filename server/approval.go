@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// approver is who approves or denies a call: the holder of the agent key,
+// or a session (by its token).
+type approver struct {
+	agent     bool
+	sessionID string
+}
+
+// approverOf resolves a bearer secret to an approver.
+func (e *Engine) approverOf(secret string) (approver, error) {
+	if secret == "" {
+		return approver{}, toolgate.Errorf(toolgate.EUnauthenticated, "the agent key or a session token is required (Authorization: Bearer <secret>)")
+	}
+	if e.IsAgentKey(secret) {
+		return approver{agent: true}, nil
+	}
+	e.mu.Lock()
+	s := e.byToken[hashToken(secret)]
+	e.mu.Unlock()
+	if s == nil {
+		return approver{}, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key or session token")
+	}
+	return approver{sessionID: s.row.ID}, nil
+}
+
+// mayDecide checks inside tx that the approver may decide on the call: the
+// agent key always, a session only for a call of a run that session
+// started.
+func (a approver) mayDecide(tx *store.Tx, row *store.CallRow) error {
+	if a.agent {
+		return nil
+	}
+	if row.RunID.Valid {
+		run, err := tx.GetRun(row.RunID.String)
+		if err != nil {
+			return err
+		}
+		if run != nil && run.StartedBySession != "" && run.StartedBySession == a.sessionID {
+			return nil
+		}
+	}
+	return toolgate.Errorf(toolgate.EPermissionDenied, "only the agent key, or the token of the session that started the call's run, may approve or deny call %s", row.ID)
+}
+
+// checkAwaiting loads a call for a decision: it must exist, be visible to
+// the approver and await approval.
+func (e *Engine) checkAwaiting(tx *store.Tx, id string, by approver) (*store.CallRow, error) {
+	row, err := tx.GetCall(id)
+	if err != nil {
+		return nil, err
+	}
+	if row == nil {
+		return nil, toolgate.Errorf(toolgate.ENotFound, "no call %s", id)
+	}
+	if err := by.mayDecide(tx, row); err != nil {
+		return nil, err
+	}
+	status := toolgate.CallStatus(row.Status)
+	if status.Final() {
+		return nil, toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, status)
+	}
+	if status != toolgate.StatusAwaitingApproval {
+		return nil, toolgate.Errorf(toolgate.EConflict, "call %s is not awaiting approval (it is %s)", id, status)
+	}
+	return row, nil
+}
+
+// ApproveCall lets a call that awaits approval go on: it becomes pending
+// with a fresh deadline of its own timeout, and (for a remote tool) its
+// tool_call_request event is stored in the same transaction, then the
+// client is woken; a built-in tool starts running. secret is the agent key
+// or the token of the session that started the call's run.
+func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error) {
+	by, err := e.approverOf(secret)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	var row *store.CallRow
+	err = e.st.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		if row, err = e.checkAwaiting(tx, id, by); err != nil {
+			return err
+		}
+		deadline := now.Add(msDuration(row.TimeoutMS))
+		if _, err := tx.SetCallStatus(id, toolgate.StatusPending, deadline); err != nil {
+			return err
+		}
+		row.Status, row.Deadline = string(toolgate.StatusPending), deadline.UnixMilli()
+		if !row.SessionID.Valid {
+			return nil
+		}
+		_, err = tx.AppendEvent(row.SessionID.String, toolgate.EventToolCallRequest, id,
+			requestEvent(id, row.Tool, []byte(row.Args), deadline, 1), now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.deadlines.schedule(id, row.DeadlineTime())
+	if row.SessionID.Valid {
+		e.wakeSession(row.SessionID.String)
+	} else if tool, _, err := e.builtinEntry(row.Tool); err == nil {
+		e.startBuiltin(id, tool, []byte(row.Args), row.DeadlineTime())
+	}
+	e.log.Debug("call approved", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
+	return e.GetCall(ctx, id)
+}
+
+// DenyCall ends a call that awaits approval as denied (error DENIED, with
+// the reason when given); its client was never sent it. A run waiting on
+// it tells the model.
+func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*toolgate.Call, error) {
+	by, err := e.approverOf(secret)
+	if err != nil {
+		return nil, err
+	}
+	reason = strings.TrimSpace(reason)
+	if len(reason) > 1000 {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "reason is limited to 1000 characters")
+	}
+	message := "the call was denied"
+	if reason != "" {
+		message += ": " + reason
+	}
+	now := e.now()
+	err = e.st.Write(ctx, func(tx *store.Tx) error {
+		if _, err := e.checkAwaiting(tx, id, by); err != nil {
+			return err
+		}
+		_, err := tx.FinishCall(id, store.Outcome{Status: toolgate.StatusDenied, ErrorCode: toolgate.EDenied, ErrorMessage: message}, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.callEnded(id, toolgate.StatusDenied, time.Time{})
+	e.log.Debug("call denied", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
+	return e.GetCall(ctx, id)
+}
+
+// SetAutoApprove changes a session's auto-approve setting: when on, calls
+// to its tools marked unless_auto_approved go out without waiting (tools
+// marked always still wait).
+func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
+	e.mu.Lock()
+	open := e.sessions[sid] != nil
+	e.mu.Unlock()
+	if !open {
+		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
+	}
+	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.SetAutoApprove(sid, on) }); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		s.row.AutoApprove = on
+	}
+	e.mu.Unlock()
+	return e.SessionView(ctx, sid)
+}
+
+// msDuration turns stored milliseconds into a duration.
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

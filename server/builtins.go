@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/store"
+)
+
+// admitRemote decides whether a client may register spec: no shadowing of
+// a built-in tool, and every registration rule of the hook chain (the
+// tool-name policy among them).
+func (e *Engine) admitRemote(sid string, spec toolgate.ToolSpec) *toolgate.ToolRejection {
+	var err error
+	if e.builtins != nil {
+		err = e.builtins.CheckRemote(sid, spec)
+	} else {
+		err = e.hooks.CheckRegistration(sid, spec)
+	}
+	if err == nil {
+		return nil
+	}
+	return &toolgate.ToolRejection{Name: spec.Name, Code: toolgate.ErrorCode(err), Message: toolgate.ErrorMessage(err)}
+}
+
+// builtinEntry returns a built-in tool with its compiled schema.
+func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
+	if e.builtins == nil {
+		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
+	}
+	tool, ok := e.builtins.Builtin(name)
+	if !ok {
+		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
+	}
+	e.builtinMu.Lock()
+	defer e.builtinMu.Unlock()
+	entry := e.builtinEntries[name]
+	if entry == nil {
+		var err error
+		if entry, err = newToolEntry(agentloop.Spec(tool), time.Time{}); err != nil {
+			return nil, nil, err
+		}
+		e.builtinEntries[name] = entry
+	}
+	return tool, entry, nil
+}
+
+// dispatchBuiltin stores a call of a built-in tool (session_id NULL) like
+// any other call, so the history has it, and runs it unless it awaits
+// approval.
+func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, args json.RawMessage, opts CallOptions) (*toolgate.Call, bool, error) {
+	tool, entry, err := e.builtinEntry(req.Tool)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := entry.validateArgs(args); err != nil {
+		return nil, false, err
+	}
+	timeout, err := e.callTimeout(req.TimeoutMS, entry.spec.TimeoutMS)
+	if err != nil {
+		return nil, false, err
+	}
+	check := agentloop.CallCheck{RunID: opts.RunID, Tool: req.Tool, Args: args, Source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}}
+	if err := e.hooks.CheckCall(ctx, check); err != nil {
+		return nil, false, err
+	}
+	now := e.now()
+	row, created, err := e.storeCall(ctx, "", req.Tool, args, entry.spec, timeout, false, opts, now)
+	if err != nil || !created {
+		return callOf(row), false, err
+	}
+	if row.Status == string(toolgate.StatusPending) {
+		e.startBuiltin(row.ID, tool, args, row.DeadlineTime())
+	}
+	e.log.Debug("built-in call "+row.Status, "call", row.ID, "tool", req.Tool)
+	return row.Call(), true, nil
+}
+
+// startBuiltin runs a built-in tool for a stored call in the background,
+// until its deadline or the engine's close, and stores the outcome. A
+// call still open when the process stops is run again at the next start
+// (resumeBuiltinCalls); one whose deadline passed ends timed_out through
+// the deadline queue.
+func (e *Engine) startBuiltin(id string, tool agentloop.Tool, args json.RawMessage, deadline time.Time) {
+	go func() {
+		ctx, cancel := context.WithDeadline(e.life, deadline)
+		defer cancel()
+		started := e.now()
+		res, err := tool.Execute(ctx, args)
+		if ctx.Err() != nil {
+			return // timed out (the deadline queue ends it) or shutting down
+		}
+		o := store.Outcome{Status: toolgate.StatusCompleted, Output: res.Output}
+		if len(o.Output) == 0 {
+			o.Output = []byte("null")
+		}
+		if err != nil {
+			o = store.Outcome{Status: toolgate.StatusFailed, ErrorCode: toolgate.ErrorCode(err), ErrorMessage: toolgate.ErrorMessage(err)}
+			var te *toolgate.Error
+			if errors.As(err, &te) && len(te.Details) > 0 {
+				o.ErrorDetails, _ = json.Marshal(te.Details)
+			} else if !errors.As(err, &te) {
+				e.log.Error("built-in tool failed", "tool", tool.Name(), "call", id, "err", err)
+			}
+		}
+		var ended bool
+		werr := e.st.Write(context.Background(), func(tx *store.Tx) error {
+			if err := tx.MarkDelivered([]string{id}, started); err != nil {
+				return err
+			}
+			var err error
+			ended, err = tx.FinishCall(id, o, e.now())
+			return err
+		})
+		if werr != nil {
+			e.log.Error("store built-in call outcome", "call", id, "err", werr)
+			return
+		}
+		if ended {
+			e.callEnded(id, o.Status, time.Time{})
+		}
+	}()
+}
+
+// resumeBuiltinCalls runs again the built-in calls a stopped process left
+// open (pending), so a run waiting on one goes on.
+func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
+	rows, err := e.st.OpenBuiltinCalls(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		tool, _, err := e.builtinEntry(r.Tool)
+		if err != nil {
+			e.log.Warn("open call of an unknown built-in tool left to time out", "call", r.ID, "tool", r.Tool)
+			continue
+		}
+		e.startBuiltin(r.ID, tool, json.RawMessage(r.Args), r.DeadlineTime())
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// RunRow is an agent run as stored.
+type RunRow struct {
+	ID               string         `db:"id"`
+	SessionID        sql.NullString `db:"session_id"`
+	StartedBySession string         `db:"started_by_session"`
+	Model            string         `db:"model"`
+	Status           string         `db:"status"`
+	MaxSteps         int            `db:"max_steps"`
+	Steps            int            `db:"steps"`
+	InputMessages    int            `db:"input_messages"`
+	Output           sql.NullString `db:"output"`
+	ErrorCode        sql.NullString `db:"error_code"`
+	ErrorMessage     sql.NullString `db:"error_message"`
+	CreatedAt        int64          `db:"created_at"`
+	UpdatedAt        int64          `db:"updated_at"`
+	FinishedAt       sql.NullInt64  `db:"finished_at"`
+}
+
+// CreatedTime returns when the run was created.
+func (r *RunRow) CreatedTime() time.Time { return fromMS(r.CreatedAt) }
+
+// UpdatedTime returns when the run last changed.
+func (r *RunRow) UpdatedTime() time.Time { return fromMS(r.UpdatedAt) }
+
+// FinishedTime returns when the run ended, zero while it runs.
+func (r *RunRow) FinishedTime() time.Time { return fromNullMS(r.FinishedAt) }
+
+// NewRunRow builds the stored form of a new run.
+func NewRunRow(id, sessionID, startedBy, model string, maxSteps, inputMessages int, now time.Time) RunRow {
+	return RunRow{
+		ID: id, SessionID: sql.NullString{String: sessionID, Valid: sessionID != ""}, StartedBySession: startedBy,
+		Model: model, Status: "running", MaxSteps: maxSteps, InputMessages: inputMessages,
+		CreatedAt: ms(now), UpdatedAt: ms(now),
+	}
+}
+
+const runColumns = `id, session_id, started_by_session, model, status, max_steps, steps, input_messages, output, error_code, error_message, created_at, updated_at, finished_at`
+
+// InsertRun stores a new run.
+func (tx *Tx) InsertRun(r *RunRow) error {
+	_, err := tx.NamedExec(`INSERT INTO runs (`+runColumns+`) VALUES
+		(:id, :session_id, :started_by_session, :model, :status, :max_steps, :steps, :input_messages, :output, :error_code, :error_message, :created_at, :updated_at, :finished_at)`, r)
+	return err
+}
+
+// AppendRunMessages adds messages (JSON each) after the run's last one,
+// all belonging to step, and sets the run's step count.
+func (tx *Tx) AppendRunMessages(runID string, step int, messages [][]byte, now time.Time) error {
+	var next int
+	if err := tx.Get(&next, `SELECT COALESCE(MAX(seq) + 1, 0) FROM run_messages WHERE run_id = ?`, runID); err != nil {
+		return err
+	}
+	for i, m := range messages {
+		if _, err := tx.Exec(`INSERT INTO run_messages (run_id, seq, step, message, created_at) VALUES (?, ?, ?, ?, ?)`,
+			runID, next+i, step, string(m), ms(now)); err != nil {
+			return err
+		}
+	}
+	res, err := tx.Exec(`UPDATE runs SET steps = MAX(steps, ?), updated_at = ? WHERE id = ? AND status = 'running'`, step, ms(now), runID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errors.New("store: the run is not running")
+	}
+	return nil
+}
+
+// FinishRun records a running run's end: status finished with output, or
+// failed with an error code and message. False when it was not running.
+func (tx *Tx) FinishRun(id, status, output, errCode, errMessage string, now time.Time) (bool, error) {
+	res, err := tx.Exec(`UPDATE runs SET status = ?, output = ?, error_code = ?, error_message = ?, updated_at = ?, finished_at = ?
+		WHERE id = ? AND status = 'running'`, status, nullString(output), nullString(errCode), nullString(errMessage), ms(now), ms(now), id)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// GetRun reads a run inside a transaction; nil when there is none.
+func (tx *Tx) GetRun(id string) (*RunRow, error) {
+	var r RunRow
+	err := tx.Get(&r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return &r, err
+}
+
+// GetRun reads a run; nil when there is none.
+func (s *Store) GetRun(ctx context.Context, id string) (*RunRow, error) {
+	var r RunRow
+	err := s.readers.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return &r, err
+}
+
+// RunMessages returns a run's messages (JSON each) in order.
+func (s *Store) RunMessages(ctx context.Context, runID string) ([][]byte, error) {
+	var rows []string
+	if err := s.readers.SelectContext(ctx, &rows, `SELECT message FROM run_messages WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(rows))
+	for i, r := range rows {
+		out[i] = []byte(r)
+	}
+	return out, nil
+}
+
+// RunningRunIDs lists the runs that have not ended, oldest first, for
+// resuming them at start-up.
+func (s *Store) RunningRunIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := s.readers.SelectContext(ctx, &ids, `SELECT id FROM runs WHERE status = 'running' ORDER BY id`)
+	return ids, err
+}
+
+// RecentCallTimes returns when the calls of one tool in one session (or,
+// with sessionID empty, of a built-in tool) were created at or after
+// since, oldest first: what rate limits are counted from, inside the
+// transaction that inserts the next call, so two calls cannot both slip
+// under a limit.
+func (tx *Tx) RecentCallTimes(sessionID, tool string, since time.Time) ([]time.Time, error) {
+	var stamps []int64
+	var err error
+	if sessionID == "" {
+		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id IS NULL AND tool = ? AND created_at >= ? ORDER BY created_at`, tool, ms(since))
+	} else {
+		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ? ORDER BY created_at`, sessionID, tool, ms(since))
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Time, len(stamps))
+	for i, v := range stamps {
+		out[i] = fromMS(v)
+	}
+	return out, nil
+}
+
+// OpenBuiltinCalls lists the calls of built-in tools that are stored as
+// pending and have not ended: those a stopped process was running, to be
+// run again at start-up.
+func (s *Store) OpenBuiltinCalls(ctx context.Context) ([]CallRow, error) {
+	var rows []CallRow
+	err := s.readers.SelectContext(ctx, &rows, `SELECT `+callColumns+` FROM calls WHERE session_id IS NULL AND status IN ('pending', 'delivered') ORDER BY id`)
+	return rows, err
+}
