@@ -176,9 +176,11 @@ func TestBridgeCallForARemovedProviderIsToolNotFound(t *testing.T) {
 	client, _ := newTestClient(t, g, mobile.TransportSSE)
 	bridge := mobile.NewBridge(client)
 	release := make(chan struct{})
+	entered := make(chan string, 2)
 	slow := &fakeProvider{
 		listTools: toolList("first", "second"),
 		execute: func(toolName, argsJSON, requestID string) (string, error) {
+			entered <- toolName
 			<-release
 			return `{"status":"success","data":"{}"}`, nil
 		},
@@ -193,8 +195,11 @@ func TestBridgeCallForARemovedProviderIsToolNotFound(t *testing.T) {
 	// The serial executor runs "first" (held by the provider); "second"
 	// waits behind it while the provider is removed.
 	first := startCall(t, g, sid, "slow__first", `{}`, 15000)
+	if got := receive(t, entered); got != "first" {
+		t.Fatalf("the provider ran %q first", got)
+	}
 	second := startCall(t, g, sid, "slow__second", `{}`, 15000)
-	eventually(t, 10*time.Second, "both calls delivered", func() bool {
+	eventually(t, 10*time.Second, "the second call delivered", func() bool {
 		return getCall(t, g, second.ID, 0).Status == toolgate.StatusDelivered
 	})
 	if err := bridge.RemoveProvider("slow"); err != nil {
@@ -207,5 +212,10 @@ func TestBridgeCallForARemovedProviderIsToolNotFound(t *testing.T) {
 	got := getCall(t, g, second.ID, 10000)
 	if got.Error == nil || got.Error.Code != "TOOL_NOT_FOUND" {
 		t.Errorf("second call after its provider was removed: %s %+v; want TOOL_NOT_FOUND", got.Status, got.Error)
+	}
+	select {
+	case name := <-entered:
+		t.Errorf("the removed provider was still asked to run %s", name)
+	default:
 	}
 }
