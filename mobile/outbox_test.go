@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolgate/toolgate"
@@ -66,10 +67,18 @@ func TestAnswersAreRetriedAndBatched(t *testing.T) {
 	client := mobile.NewClient(proxy.URL)
 	client.SetLogger(testLogger{t})
 	client.SetTransport(mobile.TransportPoll)
-	client.SetWorkers(4)
+	client.SetWorkers(5)
 	t.Cleanup(client.Close)
 	client.RegisterTool("square", "Squares n", `{"type":"object","properties":{"n":{"type":"integer"}}}`)
+	// Every handler waits for all five calls, so the five answers are
+	// ready together.
+	var running atomic.Int32
+	allRunning := make(chan struct{})
 	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) {
+		if running.Add(1) == 5 {
+			close(allRunning)
+		}
+		<-allRunning
 		var args struct{ N int }
 		json.Unmarshal([]byte(call.ArgsJSON()), &args)
 		b, _ := json.Marshal(map[string]int{"square": args.N * args.N})
