@@ -66,6 +66,16 @@ func TestSessionClose(t *testing.T) {
 	if len(list.Calls) != 1 {
 		t.Fatalf("history = %+v", list.Calls)
 	}
+	var closedTools struct {
+		Tools []any `json:"tools"`
+	}
+	g.call("GET", "/api/tools?session_id="+s.ID, testAgentKey, nil, 200, &closedTools)
+	if closedTools.Tools == nil || len(closedTools.Tools) != 0 {
+		t.Fatalf("tools of a closed session = %v, want []", closedTools.Tools)
+	}
+	if status, body := g.do("GET", "/api/tools?session_id=no-such-session", testAgentKey, nil); status != 404 {
+		t.Fatalf("tools of an unknown session: %d %s", status, body)
+	}
 	status, body = g.do("POST", "/v1/calls", testAgentKey, map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "x"}})
 	if status != 404 {
 		t.Fatalf("call on closed session: %d %s", status, body)

@@ -262,15 +262,29 @@ func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo
 	if sid == "" && e.builtins != nil {
 		out = append(out, e.builtins.List()...)
 	}
+	if sid != "" {
+		e.mu.Lock()
+		s := e.sessions[sid]
+		var tools []toolgate.ToolInfo
+		if s != nil {
+			tools = e.toolInfosLocked(s, now)
+		}
+		e.mu.Unlock()
+		if s != nil {
+			return tools, nil
+		}
+		// A closed or expired session has no tools; an unknown one is not found.
+		row, err := e.st.GetSession(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
+		}
+		return []toolgate.ToolInfo{}, nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if sid != "" {
-		s := e.sessions[sid]
-		if s == nil {
-			return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
-		}
-		return e.toolInfosLocked(s, now), nil
-	}
 	ids := make([]string, 0, len(e.sessions))
 	for id := range e.sessions {
 		ids = append(ids, id)
