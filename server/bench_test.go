@@ -5,14 +5,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate"
 )
+
+// benchHTTP is the clients' HTTP client: keep-alive connections for as
+// many clients as a benchmark runs (the default keeps two per host).
+var benchHTTP = &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}}
 
 // answeringClient is a client over the real stream: it reads each
 // tool_call_request and posts a tool_result, until the stream ends.
@@ -20,7 +26,7 @@ func answeringClient(tb testing.TB, g *gateway, s session) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", g.URL+"/v1/sessions/"+s.ID+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+s.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := benchHTTP.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -49,7 +55,7 @@ func answeringClient(tb testing.TB, g *gateway, s session) (stop func()) {
 			body, _ := json.Marshal(map[string]any{"type": "tool_result", "id": ev.ID, "success": true, "output": ev.Args})
 			post, _ := http.NewRequest("POST", resultsURL, bytes.NewReader(body))
 			post.Header.Set("Authorization", "Bearer "+s.Token)
-			r, err := http.DefaultClient.Do(post)
+			r, err := benchHTTP.Do(post)
 			if err != nil {
 				return
 			}
@@ -113,6 +119,61 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
+		})
+	}
+}
+
+// BenchmarkThroughput measures calls per second with many clients, each
+// with its own caller, all at once: in-process callers, real SSE streams,
+// answers posted over real HTTP, persistence on. The reported calls/s is
+// the figure to compare; ns/op is its inverse.
+func BenchmarkThroughput(b *testing.B) {
+	for _, clients := range []int{64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			g := startGateway(b, nil)
+			sessions := make([]session, clients)
+			for i := range sessions {
+				sessions[i] = g.newSession("bench")
+				g.register(sessions[i], echoTool)
+				stop := answeringClient(b, g, sessions[i])
+				defer stop()
+			}
+			eng := g.Server.Engine
+			args := json.RawMessage(`{"text":"ping"}`)
+			tx0 := g.Server.Store.Transactions()
+			next := make(chan struct{}, clients)
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			go func() {
+				for range b.N {
+					next <- struct{}{}
+				}
+				close(next)
+			}()
+			for _, s := range sessions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx := context.Background()
+					for range next {
+						call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: s.ID, Tool: "echo", Args: args}, "")
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if final, err := eng.WaitCall(ctx, call.ID, -1); err != nil || final.Status != toolgate.StatusCompleted {
+							b.Errorf("call: %v %v", final, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
 		})
 	}
