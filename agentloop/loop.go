@@ -60,7 +60,7 @@ func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time)
 		return nil, err
 	}
 	if in.SessionID != "" {
-		// The session must be open; its tools are what the model is shown.
+		// The session must exist; its tools are what the model is shown.
 		if _, err := r.Registry.ToolsFor(ctx, in.SessionID); err != nil {
 			return nil, err
 		}

@@ -11,8 +11,8 @@ import (
 )
 
 // RemoteDirectory lists the tools a client session has registered, with
-// whether each can be called now. The engine implements it; it answers
-// NOT_FOUND for a session that is closed or expired, whose tools are gone.
+// whether each can be called now. The engine implements it; a session that
+// closed or expired has no tools any more, an unknown one is NOT_FOUND.
 type RemoteDirectory interface {
 	ListTools(ctx context.Context, sessionID string) ([]toolgate.ToolInfo, error)
 }

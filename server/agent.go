@@ -130,6 +130,14 @@ func (a *Agent) StartRun(ctx context.Context, req handlers.RunRequest, startedBy
 	if strings.TrimSpace(req.Input) != "" {
 		msgs = append(msgs, agentloop.Message{Role: agentloop.RoleUser, Content: req.Input})
 	}
+	if req.SessionID != "" {
+		a.e.mu.Lock()
+		open := a.e.sessions[req.SessionID] != nil
+		a.e.mu.Unlock()
+		if !open {
+			return "", nil, a.e.missingSession(ctx, req.SessionID)
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return "", nil, err

@@ -26,8 +26,9 @@ type Server struct {
 	cancel   context.CancelFunc // ends streams and held requests at shutdown
 }
 
-// New opens the database, recovers the engine's state and binds the
-// listen address; Serve then serves until its context ends.
+// New opens the database, recovers the engine's state, binds the listen
+// address and resumes the runs a stopped process left running; Serve then
+// serves until its context ends.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -75,21 +76,22 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 	}
+	// Runs and built-in calls a stopped process left open go on now; a run
+	// waiting on a remote call goes on when its client answers.
+	if err := agent.resume(ctx); err != nil {
+		log.Error("resume agent work", "err", err)
+	}
 	return s, nil
 }
 
 // URL is the base URL the gateway serves on.
 func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
 
-// Serve resumes the runs and built-in calls a stopped process left open,
-// then serves until ctx ends, and shuts down gracefully: streams and
+// Serve serves until ctx ends, then shuts down gracefully: streams and
 // held polls end (clients reconnect to the next process), requests in
 // flight finish within the shutdown timeout, pending writes are committed
 // and the database is closed.
 func (s *Server) Serve(ctx context.Context) error {
-	if err := s.Agent.resume(ctx); err != nil {
-		s.log.Error("resume agent work", "err", err)
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.listener) }()
 	var serveErr error
