@@ -165,7 +165,8 @@ type CallSummary struct {
 
 // NewCallHistoryTool returns call_history: the gateway's recent calls,
 // newest first, so an agent can see what it (or others) already did and
-// what failed.
+// what failed. In a run started by a session's token it shows only that
+// session's calls.
 func NewCallHistoryTool(h CallHistory) *FuncTool[CallHistoryArgs] {
 	t := NewFuncTool("call_history", "List this gateway's recent tool calls, newest first, with their status, duration and error code.",
 		func(ctx context.Context, a CallHistoryArgs) (any, error) {
@@ -174,6 +175,13 @@ func NewCallHistoryTool(h CallHistory) *FuncTool[CallHistoryArgs] {
 			}
 			if a.Limit < 1 || a.Limit > 50 {
 				return nil, toolgate.Errorf(toolgate.EInvalidArgs, "limit must be between 1 and 50")
+			}
+			if caller := CallerSession(ctx); caller != "" {
+				// A run a session started sees that session's calls only.
+				if a.SessionID != "" && a.SessionID != caller {
+					return nil, toolgate.Errorf(toolgate.EPermissionDenied, "this run may read only the calls of its own session %s", caller)
+				}
+				a.SessionID = caller
 			}
 			list, err := h.ListCalls(ctx, toolgate.CallQuery{
 				SessionID: a.SessionID, Tool: a.Tool, Status: toolgate.CallStatus(a.Status), Limit: a.Limit,

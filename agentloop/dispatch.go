@@ -55,6 +55,22 @@ func InvocationFrom(ctx context.Context) Invocation {
 	return inv
 }
 
+type callerSessionKey struct{}
+
+// WithCallerSession returns ctx saying that a built-in tool runs on behalf
+// of a session (a run its token started), not of the agent key: tools that
+// read the gateway's state show that session only its own.
+func WithCallerSession(ctx context.Context, sessionID string) context.Context {
+	return context.WithValue(ctx, callerSessionKey{}, sessionID)
+}
+
+// CallerSession returns the session a built-in tool runs on behalf of,
+// empty for the agent key.
+func CallerSession(ctx context.Context) string {
+	sid, _ := ctx.Value(callerSessionKey{}).(string)
+	return sid
+}
+
 // GatewayTool is a tool executed through the gateway's engine: a remote
 // tool of one session, or a built-in tool whose calls are stored like any
 // other so that the history has them. Its Execute dispatches the call and

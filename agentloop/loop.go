@@ -225,7 +225,7 @@ func (r *Runner) runTool(ctx context.Context, run *Run, step, index int, tc Tool
 	if !json.Valid([]byte(args)) {
 		err = toolgate.Errorf(toolgate.EInvalidArgs, "the arguments are not valid JSON: %s", truncate(args, 200))
 	} else {
-		tool := r.toolNamed(name, run.SessionID)
+		tool := r.Registry.Resolve(name, run.SessionID)
 		if d, c := Estimates(tool, json.RawMessage(args)); d > 0 || c > 0 {
 			base.EstimatedDurationMS, base.EstimatedCost = d.Milliseconds(), c
 		}
@@ -260,20 +260,6 @@ func (r *Runner) runTool(ctx context.Context, run *Run, step, index int, tc Tool
 	}
 	emit(ev)
 	return ToolMessage(tc.ID, name, res.Output, err)
-}
-
-// toolNamed returns the tool a name stands for in a run: a built-in tool,
-// else the session's remote tool of that name. The engine judges the
-// call (unknown tool, offline session) and its answer reaches the model.
-func (r *Runner) toolNamed(name, sessionID string) Tool {
-	r.Registry.mu.RLock()
-	d := r.Registry.dispatcher
-	b, builtin := r.Registry.builtins[name]
-	r.Registry.mu.RUnlock()
-	if builtin {
-		return &GatewayTool{spec: Spec(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b}
-	}
-	return NewRemoteTool(toolgate.ToolSpec{Name: name}, sessionID, d)
 }
 
 func (r *Runner) finish(ctx context.Context, run *Run, output string, emit func(Event)) {

@@ -127,10 +127,7 @@ func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, erro
 	dir, d := r.remote, r.dispatcher
 	tools := make([]Tool, 0, len(r.names))
 	for _, name := range r.names {
-		b := r.builtins[name]
-		tools = append(tools, &GatewayTool{
-			spec: Spec(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b,
-		})
+		tools = append(tools, builtinThroughGateway(r.builtins[name], d))
 	}
 	r.mu.RUnlock()
 	if d == nil {
@@ -149,6 +146,26 @@ func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, erro
 		}
 	}
 	return tools, nil
+}
+
+// Resolve returns the tool a name stands for in a run of the session: the
+// built-in tool of that name, else the session's remote tool, executed
+// through the engine either way. It does not check that the session has
+// the tool: the engine judges the call (unknown tool, offline session) and
+// its answer reaches the model like any other.
+func (r *Registry) Resolve(name, sessionID string) Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if b, ok := r.builtins[name]; ok {
+		return builtinThroughGateway(b, r.dispatcher)
+	}
+	return NewRemoteTool(toolgate.ToolSpec{Name: name}, sessionID, r.dispatcher)
+}
+
+// builtinThroughGateway wraps a built-in tool so that its calls are
+// dispatched, and stored, by the engine.
+func builtinThroughGateway(b Tool, d Dispatcher) *GatewayTool {
+	return &GatewayTool{spec: Spec(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b}
 }
 
 // Definitions returns what the model is shown of the tools.

@@ -123,3 +123,29 @@ func (g *gateway) startCallBuiltin(t *testing.T, tool string, args any, want int
 	g.call("POST", "/v1/calls", testAgentKey, map[string]any{"tool": tool, "args": args, "wait": false}, want, &rec)
 	return rec
 }
+
+// TestSessionRunSeesOwnHistory: in a run a session's token started, the
+// call_history tool shows that session's calls only, and refuses to read
+// another session's; with the agent key it shows every call.
+func TestSessionRunSeesOwnHistory(t *testing.T) {
+	m := startFakeModel(t, toolThenAnswer(
+		callTool("h1", "call_history", `{}`),
+		callTool("h2", "call_history", `{"session_id":"SOMEONE_ELSE"}`),
+	))
+	g := modelGateway(t, m, nil)
+	s, other := g.newSession("mine"), g.newSession("theirs")
+	g.register(s, echoTool)
+	g.register(other, echoTool)
+	mine, theirs := g.startCall(s, "echo", map[string]any{"text": "a"}, 0), g.startCall(other, "echo", map[string]any{"text": "b"}, 0)
+
+	var run runRecord
+	g.call("POST", "/v1/sessions/"+s.ID+"/runs", s.Token, map[string]any{"input": "what happened"}, 200, &run)
+	if run.Status != "finished" || !strings.Contains(run.Output, mine.ID) || strings.Contains(run.Output, theirs.ID) ||
+		!strings.Contains(run.Output, `"code":"PERMISSION_DENIED"`) {
+		t.Fatalf("session run output = %s", run.Output)
+	}
+	g.call("POST", "/v1/runs", testAgentKey, map[string]any{"input": "what happened"}, 200, &run)
+	if !strings.Contains(run.Output, mine.ID) || !strings.Contains(run.Output, theirs.ID) {
+		t.Fatalf("agent run output = %s", run.Output)
+	}
+}

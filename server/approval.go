@@ -111,7 +111,7 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 	if row.SessionID.Valid {
 		e.wakeSession(row.SessionID.String)
 	} else if tool, _, err := e.builtinEntry(row.Tool); err == nil {
-		e.startBuiltin(id, tool, []byte(row.Args), row.DeadlineTime())
+		e.startBuiltin(row, tool)
 	}
 	e.log.Debug("call approved", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
 	return e.GetCall(ctx, id)

@@ -74,7 +74,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 		return callOf(row), false, err
 	}
 	if row.Status == string(toolgate.StatusPending) {
-		e.startBuiltin(row.ID, tool, args, row.DeadlineTime())
+		e.startBuiltin(row, tool)
 	}
 	e.log.Debug("built-in call "+row.Status, "call", row.ID, "tool", req.Tool)
 	return row.Call(), true, nil
@@ -84,11 +84,28 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // until its deadline or the engine's close, and stores the outcome. A
 // call still open when the process stops is run again at the next start
 // (resumeBuiltinCalls); one whose deadline passed ends timed_out through
-// the deadline queue.
-func (e *Engine) startBuiltin(id string, tool agentloop.Tool, args json.RawMessage, deadline time.Time) {
+// the deadline queue. A call of a run that a session's token started runs
+// on behalf of that session (agentloop.WithCallerSession), so a built-in
+// tool such as call_history shows that session no one else's calls.
+func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
+	id, args, deadline := row.ID, json.RawMessage(row.Args), row.DeadlineTime()
+	caller := ""
+	if row.RunID.Valid {
+		run, err := e.st.GetRun(e.life, row.RunID.String)
+		if err != nil {
+			e.log.Error("read the run of a built-in call", "call", id, "err", err)
+			return // the deadline queue ends the call
+		}
+		if run != nil {
+			caller = run.StartedBySession
+		}
+	}
 	go func() {
 		ctx, cancel := context.WithDeadline(e.life, deadline)
 		defer cancel()
+		if caller != "" {
+			ctx = agentloop.WithCallerSession(ctx, caller)
+		}
 		started := e.now()
 		res, err := tool.Execute(ctx, args)
 		if ctx.Err() != nil {
@@ -139,7 +156,7 @@ func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
 			e.log.Warn("open call of an unknown built-in tool left to time out", "call", r.ID, "tool", r.Tool)
 			continue
 		}
-		e.startBuiltin(r.ID, tool, json.RawMessage(r.Args), r.DeadlineTime())
+		e.startBuiltin(&r, tool)
 	}
 	return nil
 }
