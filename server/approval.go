@@ -114,7 +114,9 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 		e.startBuiltin(row, tool)
 	}
 	e.log.Debug("call approved", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
-	return e.GetCall(ctx, id)
+	// The record as approved (pending): by the time it is read back the
+	// client may already have been sent it.
+	return row.Call(), nil
 }
 
 // DenyCall ends a call that awaits approval as denied (error DENIED, with
