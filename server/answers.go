@@ -115,6 +115,8 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 			if _, err := tx.FinishCall(ack.ID, outcomes[i], now); err != nil {
 				return err
 			}
+			// The woken caller reads the record from memory, not the table.
+			tx.RememberFinal(row.Finished(outcomes[i], now))
 			ack.Status = outcomes[i].Status
 			finished = append(finished, ended{ack.ID, ack.Status, row.CreatedTime()})
 		}

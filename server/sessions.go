@@ -347,6 +347,8 @@ func (e *Engine) Sweep(ctx context.Context) {
 		}
 	}
 	e.mu.Unlock()
+	// Quiet sessions' recent events leave memory; their readers use the table.
+	e.st.TrimEventTail(now.Add(-e.cfg.SweepInterval))
 	for _, id := range expired {
 		if err := e.closeSession(ctx, id, "expired"); err != nil {
 			e.log.Error("expire session", "session", id, "err", err)

@@ -105,7 +105,7 @@ var (
 		(:id, :session_id, :tool, :args, :status, :output, :error_code, :error_message, :error_details, :progress,
 		 :timeout_ms, :created_at, :delivered_at, :completed_at, :deadline, :attempts, :idempotency_key, :run_id)`)
 	qGetCall       = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
-	qCallByIdemKey = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ?`)
+	qCallByIdemKey = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
 	qFinishCall    = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
 	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + 1 WHERE id = ? AND status IN ('pending', 'delivered')`)
@@ -162,6 +162,9 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 		return false, err
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		tx.changes.ended = append(tx.changes.ended, id)
+	}
 	return n > 0, nil
 }
 
@@ -215,6 +218,9 @@ func (tx *Tx) CountCallsSince(sessionID, tool string, since time.Time) (int, err
 
 // GetCall reads a call; nil when there is none.
 func (s *Store) GetCall(ctx context.Context, id string) (*CallRow, error) {
+	if r, ok := s.finals.get(id); ok {
+		return &r, nil
+	}
 	var r CallRow
 	err := s.get(ctx, &r, qGetCall, id)
 	if errors.Is(err, sql.ErrNoRows) {

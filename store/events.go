@@ -29,7 +29,13 @@ func (tx *Tx) AppendEvent(sessionID, typ, callID string, data []byte, now time.T
 	if err != nil {
 		return 0, err
 	}
-	return res.LastInsertId()
+	seq, err := res.LastInsertId()
+	if err == nil {
+		tx.changes.events = append(tx.changes.events, tailEvent{
+			Event: toolgate.Event{Seq: seq, Type: typ, CallID: callID, Data: data}, session: sessionID,
+		})
+	}
+	return seq, err
 }
 
 // EventsAfter returns events of a session after the cursor, in order,
@@ -39,6 +45,9 @@ func (tx *Tx) AppendEvent(sessionID, typ, callID string, data []byte, now time.T
 // moves past both; full reports that limit events were looked at, so more
 // may follow.
 func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64, limit int) (events []toolgate.Event, last int64, full bool, err error) {
+	if events, last, ok := s.tail.after(sessionID, cursor); ok {
+		return events, last, false, nil
+	}
 	rows, err := s.rows(ctx, qEventsAfter, sessionID, cursor, limit)
 	if err != nil {
 		return nil, cursor, false, err
@@ -65,6 +74,9 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64,
 
 // LastEventSeq returns the cursor of a session's newest event, 0 when none.
 func (s *Store) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
+	if seq, ok := s.tail.lastSeq(sessionID); ok {
+		return seq, nil
+	}
 	var seq sql.NullInt64
 	err := s.get(ctx, &seq, qLastEventSeq, sessionID)
 	return seq.Int64, err

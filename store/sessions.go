@@ -61,6 +61,9 @@ var (
 // InsertSession stores a new session.
 func (tx *Tx) InsertSession(r *SessionRow) error {
 	_, err := tx.namedExec(qInsertSession, r)
+	if err == nil {
+		tx.changes.sessions = append(tx.changes.sessions, r.ID)
+	}
 	return err
 }
 
@@ -88,6 +91,7 @@ func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
 		return false, nil
 	}
 	_, err = tx.exec(qDeleteToolsOf, id)
+	tx.changes.closed = append(tx.changes.closed, id)
 	return true, err
 }
 

@@ -44,6 +44,9 @@ type Store struct {
 	ops    chan *writeOp
 	done   chan struct{}
 
+	tail   *eventTail    // recent events in memory
+	finals *recentFinals // records of calls that just ended
+
 	transactions atomic.Int64
 	operations   atomic.Int64
 
@@ -113,6 +116,8 @@ func Open(path string) (*Store, error) {
 		readers:   readers,
 		writePrep: writePrep,
 		readPrep:  readPrep,
+		tail:      newEventTail(),
+		finals:    newRecentFinals(),
 		ops:       make(chan *writeOp, 1024),
 		done:      make(chan struct{}),
 		Now:       time.Now,

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -54,6 +56,9 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 				if err := tx.InsertCall(&row); err != nil {
 					return err
 				}
+				if _, err := tx.AppendEvent("s", toolgate.EventCallCancelled, callID(i), []byte(`{}`), time.Now()); err != nil {
+					return err
+				}
 				switch i % 10 {
 				case 3:
 					return errors.New("refused") // its insert must be undone
@@ -85,10 +90,42 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if txs >= n {
 		t.Errorf("%d operations took %d transactions: no grouping", n, txs)
 	}
+	// The table holds the committed operations' events only; the in-memory
+	// tail, which serves a reader that keeps up, agrees with it.
+	var fromTable []toolgate.Event
+	for cursor := int64(0); ; {
+		events, last, full, err := st.EventsAfter(ctx, "s", cursor, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromTable = append(fromTable, events...)
+		cursor = last
+		if !full {
+			break
+		}
+	}
+	if want := n - 2*n/10; len(fromTable) != want {
+		t.Fatalf("%d events stored, want %d", len(fromTable), want)
+	}
+	for _, ev := range fromTable {
+		var i int
+		fmt.Sscanf(ev.CallID, "call-%d", &i)
+		if i%10 == 3 || i%10 == 7 {
+			t.Errorf("event of rolled-back operation %d was stored", i)
+		}
+	}
+	recent := fromTable[len(fromTable)-10:]
+	fromTail, _, _, err := st.EventsAfter(ctx, "s", fromTable[len(fromTable)-11].Seq, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(fromTail) != fmt.Sprint(recent) {
+		t.Errorf("tail = %v\nwant %v", fromTail, recent)
+	}
 	t.Logf("%d operations in %d transactions", n, txs)
 }
 
-func callID(i int) string { return "call-" + time.Duration(i).String() }
+func callID(i int) string { return fmt.Sprintf("call-%d", i) }
 
 // TestReopenKeepsEverything: a closed store opens again with its data and
 // applies no migration twice.
@@ -118,9 +155,10 @@ func TestReopenKeepsEverything(t *testing.T) {
 }
 
 // TestEventsAfterSkipsEndedRequests: the log leaves out requests for calls
-// that have ended, yet the cursor moves past them.
+// that have ended, yet the cursor moves past them — read from the
+// in-memory tail while the store runs, and from the table after a reopen.
 func TestEventsAfterSkipsEndedRequests(t *testing.T) {
-	st, _ := openStore(t)
+	st, path := openStore(t)
 	ctx := context.Background()
 	insertSession(t, st, "s")
 	now := time.Now()
@@ -140,17 +178,93 @@ func TestEventsAfterSkipsEndedRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, last, full, err := st.EventsAfter(ctx, "s", 0, 10)
+	check := func(st *store.Store, from string) {
+		t.Helper()
+		events, last, full, err := st.EventsAfter(ctx, "s", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 1 || events[0].CallID != "a" || full {
+			t.Fatalf("%s: events = %+v", from, events)
+		}
+		if last != events[0].Seq+1 {
+			t.Fatalf("%s: last = %d, want past the skipped event (%d)", from, last, events[0].Seq+1)
+		}
+		if seq, err := st.LastEventSeq(ctx, "s"); err != nil || seq != last {
+			t.Fatalf("%s: last event seq = %d %v, want %d", from, seq, err, last)
+		}
+	}
+	check(st, "memory tail")
+	st.Close()
+	reopened, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 1 || events[0].CallID != "a" || full {
-		t.Fatalf("events = %+v", events)
-	}
-	if last != events[0].Seq+1 {
-		t.Fatalf("last = %d, want past the skipped event (%d)", last, events[0].Seq+1)
-	}
-	if _, _, full, _ := st.EventsAfter(ctx, "s", 0, 1); !full {
+	defer reopened.Close()
+	check(reopened, "table")
+	if _, _, full, _ := reopened.EventsAfter(ctx, "s", 0, 1); !full {
 		t.Fatal("a batch of one out of two should report full")
+	}
+}
+
+// TestRememberedFinalMatchesTable: the in-memory record of a call that just
+// ended is the record the table holds.
+func TestRememberedFinalMatchesTable(t *testing.T) {
+	st, path := openStore(t)
+	ctx := context.Background()
+	insertSession(t, st, "s")
+	now := time.Now()
+	outcomes := map[string]store.Outcome{
+		"ok":   {Status: toolgate.StatusCompleted, Output: []byte(`{"a":1}`)},
+		"fail": {Status: toolgate.StatusFailed, ErrorCode: "AUTH_REQUIRED", ErrorMessage: "log in", ErrorDetails: []byte(`{"resolution_hint":"x"}`)},
+		"null": {Status: toolgate.StatusCompleted, Output: []byte(`null`)},
+	}
+	for id, o := range outcomes {
+		err := st.Write(ctx, func(tx *store.Tx) error {
+			row := store.NewCallRow(id, "s", "echo", []byte(`{}`), toolgate.StatusPending, time.Minute, now)
+			if err := tx.InsertCall(&row); err != nil {
+				return err
+			}
+			if err := tx.MarkDelivered([]string{id}, now); err != nil {
+				return err
+			}
+			read, err := tx.GetCall(id)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.FinishCall(id, o, now.Add(time.Second)); err != nil {
+				return err
+			}
+			tx.RememberFinal(read.Finished(o, now.Add(time.Second)))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	memory := map[string]string{}
+	for id := range outcomes {
+		r, err := st.GetCall(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r.Call())
+		memory[id] = string(b)
+	}
+	st.Close()
+	reopened, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	for id := range outcomes {
+		r, err := reopened.GetCall(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r.Call())
+		if table := string(b); table != memory[id] {
+			t.Errorf("%s:\nmemory %s\ntable  %s", id, memory[id], table)
+		}
 	}
 }

@@ -7,6 +7,13 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
+// Savepoints let one operation of a batch fail alone.
+var (
+	qSavepoint  = query(`SAVEPOINT op`)
+	qRollbackTo = query(`ROLLBACK TO op`)
+	qRelease    = query(`RELEASE op`)
+)
+
 // maxBatch bounds how many operations share one transaction, so a burst
 // cannot hold the write lock (and the waiting callers) for long.
 const maxBatch = 256
@@ -15,7 +22,8 @@ const maxBatch = 256
 // store's write primitives; an operation composes them.
 type Tx struct {
 	*sqlx.Tx
-	prep *prepared
+	prep    *prepared
+	changes tailChanges // what the event tail learns once this commits
 }
 
 // writeOp is one operation waiting for the writer.
@@ -113,22 +121,33 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		return
 	}
 	tx := &Tx{Tx: sqlTx, prep: s.writePrep}
+	// commit commits and, only once committed, tells the event tail.
+	commit := func() error {
+		if err := sqlTx.Commit(); err != nil {
+			return err
+		}
+		s.tail.apply(&tx.changes, s.Now())
+		s.finals.put(tx.changes.finals)
+		return nil
+	}
 	if len(batch) == 1 {
 		if errs[0] = runOp(batch[0], tx); errs[0] != nil {
 			sqlTx.Rollback()
 			finish(nil)
 			return
 		}
-		finish(sqlTx.Commit())
+		finish(commit())
 		return
 	}
 	for i, op := range batch {
-		if _, err := sqlTx.Exec(`SAVEPOINT op`); err != nil {
+		if _, err := tx.exec(qSavepoint); err != nil {
 			errs[i] = err
 			continue
 		}
+		mark := tx.changes.len()
 		if errs[i] = runOp(op, tx); errs[i] != nil {
-			if _, err := sqlTx.Exec(`ROLLBACK TO op`); err != nil {
+			tx.changes.truncate(mark)
+			if _, err := tx.exec(qRollbackTo); err != nil {
 				// The transaction is unusable; fail every operation.
 				sqlTx.Rollback()
 				for j := range errs {
@@ -140,11 +159,11 @@ func (s *Store) commitBatch(batch []*writeOp) {
 				return
 			}
 		}
-		if _, err := sqlTx.Exec(`RELEASE op`); err != nil && errs[i] == nil {
+		if _, err := tx.exec(qRelease); err != nil && errs[i] == nil {
 			errs[i] = err
 		}
 	}
-	finish(sqlTx.Commit())
+	finish(commit())
 }
 
 // runOp runs one operation, turning a panic into an error so that one bad
