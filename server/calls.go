@@ -176,6 +176,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		return nil, false, err
 	}
 	e.deadlines.schedule(newRow.ID, newRow.DeadlineTime())
+	e.callOpened(newRow.ID)
 	e.metrics.callCreated()
 	return &newRow, true, nil
 }
@@ -215,11 +216,13 @@ func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*
 		timer = t.C
 	}
 	for {
-		ended := e.callWaiter(id)
-		c, err := e.GetCall(ctx, id)
-		if err != nil || c.Status.Final() || wait == 0 {
-			e.releaseWaiter(id, ended)
-			return c, err
+		ended, open := e.callWaiter(id)
+		if !open || wait == 0 {
+			c, err := e.GetCall(ctx, id)
+			if err != nil || c.Status.Final() || wait == 0 {
+				e.releaseWaiter(id, ended)
+				return c, err
+			}
 		}
 		select {
 		case <-ended:
@@ -237,10 +240,11 @@ func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*
 	}
 }
 
-// callWaiter returns a channel closed when the call ends. Waiters of the
-// same call share one channel; each must call releaseWaiter unless the
-// channel was closed.
-func (e *Engine) callWaiter(id string) chan struct{} {
+// callWaiter returns a channel closed when the call ends, and whether the
+// call is known to be open (then it cannot have ended before the waiter
+// was registered). Waiters of the same call share one channel; each must
+// call releaseWaiter unless the channel was closed.
+func (e *Engine) callWaiter(id string) (chan struct{}, bool) {
 	e.waitMu.Lock()
 	defer e.waitMu.Unlock()
 	w := e.waiters[id]
@@ -249,7 +253,15 @@ func (e *Engine) callWaiter(id string) chan struct{} {
 		e.waiters[id] = w
 	}
 	w.count++
-	return w.ch
+	_, open := e.openCalls[id]
+	return w.ch, open
+}
+
+// callOpened records a call stored as open by this process.
+func (e *Engine) callOpened(id string) {
+	e.waitMu.Lock()
+	e.openCalls[id] = struct{}{}
+	e.waitMu.Unlock()
 }
 
 // releaseWaiter drops one waiter that stopped waiting before the call
@@ -271,6 +283,7 @@ func (e *Engine) callEnded(id string, status toolgate.CallStatus, created time.T
 	e.waitMu.Lock()
 	w := e.waiters[id]
 	delete(e.waiters, id)
+	delete(e.openCalls, id)
 	e.waitMu.Unlock()
 	if w != nil {
 		close(w.ch)

@@ -26,7 +26,7 @@ func (d engineDispatcher) Wait(ctx context.Context, id string, progress func(jso
 	updates, stop := e.watchProgress(id)
 	defer stop()
 	for {
-		ended := e.callWaiter(id)
+		ended, _ := e.callWaiter(id)
 		c, err := e.GetCall(ctx, id)
 		if err != nil || c.Status.Final() {
 			e.releaseWaiter(id, ended)

@@ -62,6 +62,10 @@ type Engine struct {
 
 	waitMu  sync.Mutex
 	waiters map[string]*callWaiters // by call id
+	// openCalls are the calls known to be open: stored by this process or
+	// recovered at start, and not yet ended (callEnded removes them). A
+	// waiter on one of them need not read it before waiting.
+	openCalls map[string]struct{}
 
 	deadlines *deadlineQueue
 
@@ -89,15 +93,16 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		log = slog.Default()
 	}
 	e := &Engine{
-		cfg:      cfg,
-		st:       st,
-		log:      log,
-		now:      time.Now,
-		sessions: map[string]*sessionState{},
-		byToken:  map[string]*sessionState{},
-		waiters:  map[string]*callWaiters{},
-		stop:     make(chan struct{}),
-		hooks:    &agentloop.Hooks{},
+		cfg:       cfg,
+		st:        st,
+		log:       log,
+		now:       time.Now,
+		sessions:  map[string]*sessionState{},
+		byToken:   map[string]*sessionState{},
+		waiters:   map[string]*callWaiters{},
+		openCalls: map[string]struct{}{},
+		stop:      make(chan struct{}),
+		hooks:     &agentloop.Hooks{},
 
 		builtinEntries: map[string]*toolEntry{},
 		progressSubs:   map[string]map[chan json.RawMessage]struct{}{},
@@ -127,6 +132,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	}
 	for _, c := range open {
 		e.deadlines.schedule(c.ID, c.DeadlineTime())
+		e.openCalls[c.ID] = struct{}{}
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()
