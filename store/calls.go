@@ -101,9 +101,7 @@ func (r *CallRow) SetIdempotencyKey(key string) {
 func (r *CallRow) SetRunID(id string) { r.RunID = sql.NullString{String: id, Valid: id != ""} }
 
 var (
-	qInsertCall = namedQuery(`INSERT INTO calls (` + callColumns + `) VALUES
-		(:id, :session_id, :tool, :args, :status, :output, :error_code, :error_message, :error_details, :progress,
-		 :timeout_ms, :created_at, :delivered_at, :completed_at, :deadline, :attempts, :idempotency_key, :run_id)`)
+	qInsertCall    = query(`INSERT INTO calls (` + callColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	qGetCall       = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
 	qCallByIdemKey = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
 	qFinishCall    = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
@@ -118,7 +116,10 @@ var (
 
 // InsertCall stores a new call.
 func (tx *Tx) InsertCall(r *CallRow) error {
-	_, err := tx.namedExec(qInsertCall, r)
+	// Positional arguments: binding by name costs reflection on every call.
+	_, err := tx.exec(qInsertCall, r.ID, r.SessionID, r.Tool, r.Args, r.Status, r.Output, r.ErrorCode, r.ErrorMessage,
+		r.ErrorDetails, r.Progress, r.TimeoutMS, r.CreatedAt, r.DeliveredAt, r.CompletedAt, r.Deadline, r.Attempts,
+		r.IdempotencyKey, r.RunID)
 	return err
 }
 
