@@ -137,6 +137,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			return
 		}
 		reply.Role = RoleAssistant
+		nameToolCalls(reply.ToolCalls, run.Steps+1)
 		if err := r.Store.AppendMessages(sctx, run.ID, run.Steps+1, []Message{reply}); err != nil {
 			r.fail(sctx, run, toolgate.EInternal, "could not store the model's message", err, emit)
 			return
@@ -148,6 +149,20 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			r.finish(sctx, run, reply.Content, emit)
 			return
 		}
+	}
+}
+
+// nameToolCalls gives every tool call of a model turn an id of its own:
+// some local models leave ids out or repeat them, and the tool messages
+// must say which call they answer.
+func nameToolCalls(calls []ToolCall, step int) {
+	seen := map[string]bool{}
+	for i := range calls {
+		if calls[i].ID == "" || seen[calls[i].ID] {
+			calls[i].ID = fmt.Sprintf("call_%d_%d", step, i)
+		}
+		seen[calls[i].ID] = true
+		calls[i].Type = "function"
 	}
 }
 

@@ -121,3 +121,18 @@ func TestToolMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestNameToolCalls(t *testing.T) {
+	calls := []ToolCall{{ID: "a"}, {ID: ""}, {ID: "a"}, {ID: "b"}}
+	nameToolCalls(calls, 3)
+	var ids []string
+	for _, c := range calls {
+		ids = append(ids, c.ID)
+		if c.Type != "function" {
+			t.Fatalf("type = %q", c.Type)
+		}
+	}
+	if strings.Join(ids, ",") != "a,call_3_1,call_3_2,b" {
+		t.Fatalf("ids = %v", ids)
+	}
+}
