@@ -14,10 +14,14 @@ var (
 		FROM events e LEFT JOIN calls c ON c.id = e.call_id
 		WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`)
 	qLastEventSeq = query(`SELECT MAX(seq) FROM events WHERE session_id = ?`)
+	// From the session's requests to their calls, not the other way: the
+	// events table has no index on call_id, and going from calls to events
+	// scanned it once per open call (minutes for 10,000 open calls).
 	qOpenRequests = query(`SELECT e.seq, c.id, c.tool, c.args, c.deadline, c.attempts
-		FROM calls c JOIN events e ON e.call_id = c.id AND e.type = 'tool_call_request'
-		WHERE c.session_id = ? AND c.status IN ('pending', 'delivered') AND c.deadline > ?
-		ORDER BY c.id`)
+		FROM events e JOIN calls c ON c.id = e.call_id
+		WHERE e.session_id = ? AND e.type = 'tool_call_request'
+		  AND c.status IN ('pending', 'delivered') AND c.deadline > ?
+		ORDER BY e.seq`)
 	qPruneEvents = query(`DELETE FROM events WHERE created_at < ? AND NOT (
 		type = 'tool_call_request' AND call_id IN (SELECT id FROM calls WHERE status IN ` + openStatuses + `))`)
 )
