@@ -52,8 +52,9 @@ type Agent interface {
 	// StartRun stores a new run and starts it; startedBySession is the
 	// session whose token started it, empty for the agent key.
 	StartRun(ctx context.Context, req RunRequest, startedBySession string) (runID string, feed RunFeed, err error)
-	// GetRun reads a run with its messages and calls.
-	GetRun(ctx context.Context, id string) (any, error)
+	// GetRun reads a run with its messages and calls; with sessionID set,
+	// only a run of that session (NOT_FOUND otherwise).
+	GetRun(ctx context.Context, id, sessionID string) (any, error)
 	// RunFeed returns the events of a run still going on in this process,
 	// nil when it is not.
 	RunFeed(id string) RunFeed
@@ -71,6 +72,7 @@ func MountAgent(ag Agent) func(r Router, api *API) {
 		r.With(api.RequireAgent).Post("/v1/runs", h.handleRunCreate)
 		r.With(api.RequireAgent).Get("/v1/runs/{id}", h.handleRunGet)
 		r.With(api.requireSession).Post("/v1/sessions/{sid}/runs", h.handleRunCreate)
+		r.With(api.requireSession).Get("/v1/sessions/{sid}/runs/{id}", h.handleRunGet)
 		r.With(api.requireSessionOrAgent).Post("/v1/sessions/{sid}/settings", h.handleSettings)
 		r.Post("/v1/calls/{id}/approve", h.handleApprove)
 		r.Post("/v1/calls/{id}/deny", h.handleDeny)
@@ -118,7 +120,7 @@ func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) 
 	} else {
 		status = http.StatusAccepted
 	}
-	run, err := h.ag.GetRun(detached(r.Context()), id)
+	run, err := h.ag.GetRun(detached(r.Context()), id, "")
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -126,21 +128,23 @@ func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) 
 	WriteJSON(w, status, run)
 }
 
-// handleRunGet serves GET /v1/runs/{id}: the run with its messages and
-// calls; with Accept: text/event-stream, the events of a run still going
-// on in this process (from its start), else the record.
+// handleRunGet serves GET /v1/runs/{id} (agent key) and
+// GET /v1/sessions/{sid}/runs/{id} (that session's token, for its runs):
+// the run with its messages and calls; with Accept: text/event-stream, the
+// events of a run still going on in this process (from its start), else
+// the record.
 func (h *agentHandlers) handleRunGet(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, sid := chi.URLParam(r, "id"), chi.URLParam(r, "sid")
+	run, err := h.ag.GetRun(r.Context(), id, sid)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
 	if wantsStream(r) {
 		if feed := h.ag.RunFeed(id); feed != nil {
 			h.streamRun(w, r, feed)
 			return
 		}
-	}
-	run, err := h.ag.GetRun(r.Context(), id)
-	if err != nil {
-		WriteError(w, r, err)
-		return
 	}
 	WriteJSON(w, http.StatusOK, run)
 }

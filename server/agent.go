@@ -154,10 +154,13 @@ func (a *Agent) StartRun(ctx context.Context, req handlers.RunRequest, startedBy
 
 // GetRun implements handlers.Agent: the run with its messages and its
 // calls, oldest first.
-func (a *Agent) GetRun(ctx context.Context, id string) (any, error) {
+func (a *Agent) GetRun(ctx context.Context, id, sessionID string) (any, error) {
 	run, err := a.Runner.Store.LoadRun(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if sessionID != "" && run.SessionID != sessionID {
+		return nil, toolgate.Errorf(toolgate.ENotFound, "session %s has no run %s", sessionID, id)
 	}
 	rows, err := a.e.st.ListCalls(ctx, store.CallFilter{RunID: id, Limit: 1000})
 	if err != nil {

@@ -94,6 +94,22 @@ func TestApprovalApprove(t *testing.T) {
 	if status != 409 || errorCode(body) != "CALL_CLOSED" {
 		t.Fatalf("approve an ended call: %d %s", status, body)
 	}
+
+	// The session reads its run with its own token; no other session can.
+	runID := needed.Data["run_id"].(string)
+	var own runRecord
+	g.call("GET", "/v1/sessions/"+s.ID+"/runs/"+runID, s.Token, nil, 200, &own)
+	if own.Status != "finished" || len(own.Calls) != 1 {
+		t.Fatalf("the session's view of its run = %+v", own)
+	}
+	status, body = g.do("GET", "/v1/sessions/"+stranger.ID+"/runs/"+runID, stranger.Token, nil)
+	if status != 404 || errorCode(body) != "NOT_FOUND" {
+		t.Fatalf("another session reading the run: %d %s", status, body)
+	}
+	status, _ = g.do("GET", "/v1/sessions/"+s.ID+"/runs/"+runID, stranger.Token, nil)
+	if status != 401 && status != 403 {
+		t.Fatalf("another session's token on this session's path: %d", status)
+	}
 }
 
 // TestApprovalDeny: a denied call ends denied with the reason, the client
