@@ -1,7 +1,8 @@
 package handlers
 
 import (
-	"bufio"
+	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -34,10 +35,6 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "Last-Event-ID must be an event id from this session's stream, not %q", resume))
 			return
 		}
-		if err := a.eng.CheckCursor(ctx, sid, n); err != nil {
-			WriteError(w, r, err)
-			return
-		}
 		cursor = n
 	}
 	rc := http.NewResponseController(w)
@@ -50,27 +47,25 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.Close()
-	// Without a cursor the client gets every open call. With one it gets
-	// the events after it, and before them again the open calls it was sent
-	// earlier: a client that restarted with its stored cursor has lost the
-	// handlers it was running, and a live one de-duplicates by call id.
-	events, last, err := a.eng.OpenEvents(ctx, sid)
-	if err == nil && resume != "" {
-		var earlier []toolgate.Event
-		for _, ev := range events {
-			if ev.Seq <= cursor {
-				earlier = append(earlier, ev)
-			}
-		}
-		var after []toolgate.Event
-		after, last, err = a.eng.EventsAfter(ctx, sid, cursor)
-		events = append(earlier, after...)
+	// The first read runs on a goroutine of its own: SQLite's calls grow a
+	// goroutine's stack deep, and this one then idles for hours holding
+	// whatever it grew to (measured: about 10 KB a stream).
+	type firstRead struct {
+		events []toolgate.Event
+		last   int64
+		err    error
 	}
-	if err != nil {
-		WriteError(w, r, err)
+	done := make(chan firstRead, 1)
+	go func() {
+		events, last, err := a.firstEvents(ctx, sid, resume != "", cursor)
+		done <- firstRead{events, last, err}
+	}()
+	first := <-done
+	if first.err != nil {
+		WriteError(w, r, first.err)
 		return
 	}
-	cursor = last
+	events, cursor := first.events, first.last
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -78,22 +73,20 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 4096)
 	heartbeat := a.opts.Heartbeat
-	bw.WriteString("retry: " + strconv.FormatInt(a.opts.StreamRetry.Milliseconds(), 10) + "\n\n")
-	bw.WriteString("event: ready\ndata: {\"type\":\"ready\",\"session_id\":\"" + sid + "\",\"heartbeat_ms\":" +
-		strconv.FormatInt(heartbeat.Milliseconds(), 10) + "}\n\n")
+	// Writes go straight to the ResponseWriter, which buffers already: an
+	// idle stream holds no buffer of its own.
+	io.WriteString(w, "retry: "+strconv.FormatInt(a.opts.StreamRetry.Milliseconds(), 10)+"\n\n"+
+		"event: ready\ndata: {\"type\":\"ready\",\"session_id\":\""+sid+"\",\"heartbeat_ms\":"+
+		strconv.FormatInt(heartbeat.Milliseconds(), 10)+"}\n\n")
 
 	send := func(events []toolgate.Event) bool {
 		for _, ev := range events {
-			writeSSE(bw, ev)
+			writeSSE(w, ev)
 		}
 		// Record the delivery before the bytes leave: the client may answer
 		// at once, and its answer must find the call already delivered.
 		a.eng.Delivered(sid, events)
-		if err := bw.Flush(); err != nil {
-			return false
-		}
 		return rc.Flush() == nil
 	}
 	if !send(events) {
@@ -117,7 +110,7 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case now := <-ping.C:
-			bw.WriteString("event: ping\ndata: {\"type\":\"ping\",\"time\":\"" + now.UTC().Format(toolgate.TimeLayout) + "\"}\n\n")
+			io.WriteString(w, "event: ping\ndata: {\"type\":\"ping\",\"time\":\""+now.UTC().Format(toolgate.TimeLayout)+"\"}\n\n")
 			if !send(nil) {
 				return
 			}
@@ -127,12 +120,39 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 // writeSSE writes one event in the text/event-stream format. Data is
 // stored compact, so it is one line.
-func writeSSE(bw *bufio.Writer, ev toolgate.Event) {
-	bw.WriteString("id: ")
-	bw.WriteString(strconv.FormatInt(ev.Seq, 10))
-	bw.WriteString("\nevent: ")
-	bw.WriteString(ev.Type)
-	bw.WriteString("\ndata: ")
-	bw.Write(ev.Data)
-	bw.WriteString("\n\n")
+func writeSSE(w io.Writer, ev toolgate.Event) {
+	buf := make([]byte, 0, len(ev.Data)+64)
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, ev.Seq, 10)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, ev.Type...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, ev.Data...)
+	buf = append(buf, "\n\n"...)
+	w.Write(buf)
+}
+
+// firstEvents reads what a stream sends first. Without a cursor the client
+// gets every open call. With one it gets the events after it, and before
+// them again the open calls it was sent earlier: a client that restarted
+// with its stored cursor has lost the handlers it was running, and a live
+// one de-duplicates by call id.
+func (a *API) firstEvents(ctx context.Context, sid string, resume bool, cursor int64) ([]toolgate.Event, int64, error) {
+	if resume {
+		if err := a.eng.CheckCursor(ctx, sid, cursor); err != nil {
+			return nil, 0, err
+		}
+	}
+	events, last, err := a.eng.OpenEvents(ctx, sid)
+	if err != nil || !resume {
+		return events, last, err
+	}
+	var earlier []toolgate.Event
+	for _, ev := range events {
+		if ev.Seq <= cursor {
+			earlier = append(earlier, ev)
+		}
+	}
+	after, last, err := a.eng.EventsAfter(ctx, sid, cursor)
+	return append(earlier, after...), last, err
 }

@@ -116,9 +116,12 @@ func (e *Engine) expireCalls(ids []string) {
 			if row == nil || toolgate.CallStatus(row.Status).Final() || row.DeadlineTime().After(now) {
 				continue
 			}
+			message := "no answer before the call's deadline"
+			if row.Status == string(toolgate.StatusAwaitingApproval) {
+				message = "no approval before the call's deadline"
+			}
 			ok, err := tx.FinishCall(id, store.Outcome{
-				Status: toolgate.StatusTimedOut, ErrorCode: toolgate.ETimeout,
-				ErrorMessage: "no answer before the call's deadline",
+				Status: toolgate.StatusTimedOut, ErrorCode: toolgate.ETimeout, ErrorMessage: message,
 			}, now)
 			if err != nil {
 				return err

@@ -193,3 +193,40 @@ func TestStaticAssets(t *testing.T) {
 		t.Fatalf("missing asset: %d %s", status, body)
 	}
 }
+
+// TestProgressPushesDeadline: each progress report moves the deadline to
+// the report's time plus the call's timeout, never past the creation plus
+// the gateway's maximum call length.
+func TestProgressPushesDeadline(t *testing.T) {
+	clock := &fakeClock{}
+	g := startGateway(t, func(c *serverConfig) {
+		c.Now = clock.Now
+		c.MaxTimeout = 10 * time.Second
+		c.DefaultTimeout = 5 * time.Second
+	})
+	s := g.newSession("slow")
+	g.register(s, echoTool)
+	rec := g.startCall(s, "echo", map[string]any{"text": "upload"}, 4000)
+	created, _ := time.Parse(time.RFC3339, rec.Deadline)
+	created = created.Add(-4 * time.Second)
+
+	report := func() time.Time {
+		var ack struct {
+			Deadline string `json:"deadline"`
+		}
+		g.call("POST", "/v1/sessions/"+s.ID+"/progress", s.Token, map[string]any{"type": "tool_progress", "id": rec.ID, "progress": map[string]any{"current": 1}}, 200, &ack)
+		d, err := time.Parse(time.RFC3339, ack.Deadline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	clock.Advance(3 * time.Second)
+	if got, want := report(), created.Add(7*time.Second); got.Sub(want).Abs() > 50*time.Millisecond {
+		t.Fatalf("deadline after a report at +3s = %s, want %s", got, want)
+	}
+	clock.Advance(5 * time.Second) // +8s: the timeout would reach +12s, the cap is +10s
+	if got, want := report(), created.Add(10*time.Second); got.Sub(want).Abs() > 50*time.Millisecond {
+		t.Fatalf("deadline past the cap = %s, want %s", got, want)
+	}
+}
