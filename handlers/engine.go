@@ -32,6 +32,7 @@ type Engine interface {
 	ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error)
 
 	Listen(sid string, streaming bool) (Listener, error)
+	ListenFunc(sid string, notify func()) (Listener, error)
 	OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, int64, error)
 	EventsAfter(ctx context.Context, sid string, cursor int64) ([]toolgate.Event, int64, error)
 	CheckCursor(ctx context.Context, sid string, cursor int64) error

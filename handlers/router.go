@@ -17,22 +17,36 @@ import (
 // Router is the chi router the API is built on, for Options.Mount.
 type Router = chi.Router
 
-// API holds the handlers' dependencies.
+// API is the gateway's HTTP handler.
 type API struct {
-	opts Options
-	eng  Engine
+	opts    Options
+	eng     Engine
+	router  chi.Router
+	streams *streamHub // serves event streams taken over from net/http
 }
 
+// ServeHTTP implements http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
+
+// Close ends the event streams the API has taken over from net/http (the
+// HTTP server's Shutdown does not see them) and stops their workers.
+func (a *API) Close() { a.streams.close() }
+
 // New returns the gateway's HTTP handler.
-func New(opts Options) http.Handler {
+func New(opts Options) *API {
 	if opts.StreamRetry == 0 {
 		opts.StreamRetry = 2 * time.Second
 	}
 	if opts.MaxCallWait == 0 {
 		opts.MaxCallWait = 15 * time.Minute
 	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = 15 * time.Second
+	}
 	a := &API{opts: opts, eng: opts.Engine}
+	a.streams = newStreamHub(opts.Engine, opts.Heartbeat)
 	r := chi.NewRouter()
+	a.router = r
 	r.Use(middleware.Recoverer)
 	if len(opts.AllowedOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
@@ -92,7 +106,7 @@ func New(opts Options) http.Handler {
 	}
 
 	r.Get("/*", a.handleAsset(web.Assets()))
-	return r
+	return a
 }
 
 // limitBody caps every request body at MaxBodyBytes; a declared length

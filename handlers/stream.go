@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -19,8 +18,11 @@ import (
 // an SSE server library: the libraries at hand keep their event log in
 // memory (lost on restart, never trimmed, ids restarting at zero) and fan
 // out with blocking sends, so one slow client stalls the others. Here each
-// stream reads the durable log from its own cursor when woken, so a slow
-// client only slows itself and a reconnect resumes exactly.
+// stream reads the durable log (or its in-memory tail) from its own cursor
+// when woken, so a slow client only slows itself and a reconnect resumes
+// exactly. Over HTTP/1.1 the connection is then handed to the stream hub,
+// which needs no goroutine per idle stream; otherwise (HTTP/2) a goroutine
+// serves the stream.
 func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sid := chi.URLParam(r, "sid")
@@ -37,59 +39,86 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		cursor = n
 	}
+	hijacker, canHijack := w.(http.Hijacker)
+	if !canHijack || r.ProtoMajor != 1 || a.streams == nil {
+		a.serveStream(w, r, sid, resume != "", cursor)
+		return
+	}
+
+	// Listen before the first read, so that nothing appended in between is missed.
+	hs := &hubStream{hub: a.streams, sid: sid}
+	l, err := a.eng.ListenFunc(sid, hs.wake)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	events, cursor, err := a.firstEvents(ctx, sid, resume != "", cursor)
+	if err != nil {
+		l.Close()
+		WriteError(w, r, err)
+		return
+	}
+	conn, _, err := hijacker.Hijack()
+	if err != nil {
+		l.Close()
+		WriteError(w, r, err)
+		return
+	}
+	body := appendReady(nil, sid, a.opts.StreamRetry, a.opts.Heartbeat)
+	for _, ev := range events {
+		body = appendSSE(body, ev)
+	}
+	a.eng.Delivered(sid, events)
+	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := conn.Write(streamHead(w.Header())); err != nil {
+		conn.Close()
+		l.Close()
+		return
+	}
+	if err := writeChunk(conn, body); err != nil {
+		conn.Close()
+		l.Close()
+		return
+	}
+	a.streams.adopt(hs, conn, l, cursor)
+}
+
+// serveStream serves a stream from the request's own goroutine, where the
+// connection cannot be taken over.
+func (a *API) serveStream(w http.ResponseWriter, r *http.Request, sid string, resume bool, cursor int64) {
+	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	// Streams live long; the server's write timeout must not cut them.
 	_ = rc.SetWriteDeadline(time.Time{})
-
 	l, err := a.eng.Listen(sid, true)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
 	defer l.Close()
-	// The first read runs on a goroutine of its own: SQLite's calls grow a
-	// goroutine's stack deep, and this one then idles for hours holding
-	// whatever it grew to (measured: about 10 KB a stream).
-	type firstRead struct {
-		events []toolgate.Event
-		last   int64
-		err    error
-	}
-	done := make(chan firstRead, 1)
-	go func() {
-		events, last, err := a.firstEvents(ctx, sid, resume != "", cursor)
-		done <- firstRead{events, last, err}
-	}()
-	first := <-done
-	if first.err != nil {
-		WriteError(w, r, first.err)
+	events, cursor, err := a.firstEvents(ctx, sid, resume, cursor)
+	if err != nil {
+		WriteError(w, r, err)
 		return
 	}
-	events, cursor := first.events, first.last
-
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
-	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
 	heartbeat := a.opts.Heartbeat
-	// Writes go straight to the ResponseWriter, which buffers already: an
-	// idle stream holds no buffer of its own.
-	io.WriteString(w, "retry: "+strconv.FormatInt(a.opts.StreamRetry.Milliseconds(), 10)+"\n\n"+
-		"event: ready\ndata: {\"type\":\"ready\",\"session_id\":\""+sid+"\",\"heartbeat_ms\":"+
-		strconv.FormatInt(heartbeat.Milliseconds(), 10)+"}\n\n")
-
-	send := func(events []toolgate.Event) bool {
+	send := func(body []byte, events []toolgate.Event) bool {
 		for _, ev := range events {
-			writeSSE(w, ev)
+			body = appendSSE(body, ev)
 		}
-		// Record the delivery before the bytes leave: the client may answer
-		// at once, and its answer must find the call already delivered.
+		// Recorded before the bytes leave, so that an answer finds its call delivered.
 		a.eng.Delivered(sid, events)
+		if _, err := w.Write(body); err != nil {
+			return false
+		}
 		return rc.Flush() == nil
 	}
-	if !send(events) {
+	if !send(appendReady(nil, sid, a.opts.StreamRetry, heartbeat), events) {
 		return
 	}
 	ping := time.NewTicker(heartbeat)
@@ -101,35 +130,20 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-l.Done():
 			// The session closed: send what is left (its call_cancelled events) and end.
 			if events, _, err = a.eng.EventsAfter(ctx, sid, cursor); err == nil {
-				send(events)
+				send(nil, events)
 			}
 			return
 		case <-l.Wake():
 			events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
-			if err != nil || !send(events) {
+			if err != nil || !send(nil, events) {
 				return
 			}
 		case now := <-ping.C:
-			io.WriteString(w, "event: ping\ndata: {\"type\":\"ping\",\"time\":\""+now.UTC().Format(toolgate.TimeLayout)+"\"}\n\n")
-			if !send(nil) {
+			if !send(appendPing(nil, now), nil) {
 				return
 			}
 		}
 	}
-}
-
-// writeSSE writes one event in the text/event-stream format. Data is
-// stored compact, so it is one line.
-func writeSSE(w io.Writer, ev toolgate.Event) {
-	buf := make([]byte, 0, len(ev.Data)+64)
-	buf = append(buf, "id: "...)
-	buf = strconv.AppendInt(buf, ev.Seq, 10)
-	buf = append(buf, "\nevent: "...)
-	buf = append(buf, ev.Type...)
-	buf = append(buf, "\ndata: "...)
-	buf = append(buf, ev.Data...)
-	buf = append(buf, "\n\n"...)
-	w.Write(buf)
 }
 
 // firstEvents reads what a stream sends first. Without a cursor the client

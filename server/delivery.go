@@ -20,6 +20,7 @@ type listener struct {
 	e         *Engine
 	s         *sessionState
 	wake      chan struct{}
+	notify    func() // instead of wake, when set: called (under the engine's lock) on growth and on close
 	streaming bool
 	closed    bool
 }
@@ -54,13 +55,29 @@ func (l *listener) Close() {
 // must be called before the first read of the log, so that no event
 // appended in between is missed.
 func (e *Engine) Listen(sid string, streaming bool) (handlers.Listener, error) {
+	return e.listen(sid, streaming, nil)
+}
+
+// ListenFunc registers a stream of session sid that is told of new events,
+// and of the session's end, by a call of notify instead of a channel, so
+// that an idle stream needs no goroutine waiting on it. notify is called
+// with the engine's lock held: it must only schedule work, never block or
+// call back into the engine.
+func (e *Engine) ListenFunc(sid string, notify func()) (handlers.Listener, error) {
+	return e.listen(sid, true, notify)
+}
+
+func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Listener, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.sessions[sid]
 	if s == nil {
 		return nil, toolgate.Errorf(toolgate.EUnauthenticated, "session %s is not open", sid)
 	}
-	l := &listener{e: e, s: s, wake: make(chan struct{}, 1), streaming: streaming}
+	l := &listener{e: e, s: s, notify: notify, streaming: streaming}
+	if notify == nil {
+		l.wake = make(chan struct{}, 1)
+	}
 	s.listeners[l] = struct{}{}
 	now := e.now()
 	if streaming {
@@ -84,6 +101,10 @@ func (e *Engine) wakeSession(sid string) {
 
 func (s *sessionState) wakeLocked() {
 	for l := range s.listeners {
+		if l.notify != nil {
+			l.notify()
+			continue
+		}
 		select {
 		case l.wake <- struct{}{}:
 		default:

@@ -230,3 +230,33 @@ func TestProgressPushesDeadline(t *testing.T) {
 		t.Fatalf("deadline past the cap = %s, want %s", got, want)
 	}
 }
+
+// TestStreamPresence: a session is online while its stream is open and
+// offline as soon as the client closes it.
+func TestStreamPresence(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("presence")
+	online := func() bool {
+		var view struct {
+			Online bool `json:"online"`
+		}
+		g.call("GET", "/v1/sessions/"+s.ID, testAgentKey, nil, 200, &view)
+		return view.Online
+	}
+	if online() {
+		t.Fatal("online before any stream")
+	}
+	st := g.openStream(s, "")
+	st.nextOfType("ready")
+	if !online() {
+		t.Fatal("offline with an open stream")
+	}
+	st.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for online() {
+		if time.Now().After(deadline) {
+			t.Fatal("still online 5s after the stream closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

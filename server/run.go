@@ -23,6 +23,7 @@ type Server struct {
 	log      *slog.Logger
 	listener net.Listener
 	http     *http.Server
+	api      *handlers.API
 	cancel   context.CancelFunc // ends streams and held requests at shutdown
 }
 
@@ -60,18 +61,20 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s := &Server{Config: cfg, Store: st, Engine: eng, Agent: agent, log: log, listener: ln, cancel: cancel}
+	api := handlers.New(handlers.Options{
+		Engine:         handlerEngine{eng},
+		Mount:          handlers.MountAgent(agent),
+		Metrics:        eng.MetricsHandler(),
+		AllowedOrigins: cfg.AllowedOrigins,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Heartbeat:      cfg.Heartbeat,
+		PollWait:       cfg.PollWait,
+		MaxPollWait:    cfg.MaxPollWait,
+		MaxCallWait:    cfg.MaxTimeout,
+	})
+	s.api = api
 	s.http = &http.Server{
-		Handler: handlers.New(handlers.Options{
-			Engine:         handlerEngine{eng},
-			Mount:          handlers.MountAgent(agent),
-			Metrics:        eng.MetricsHandler(),
-			AllowedOrigins: cfg.AllowedOrigins,
-			MaxBodyBytes:   cfg.MaxBodyBytes,
-			Heartbeat:      cfg.Heartbeat,
-			PollWait:       cfg.PollWait,
-			MaxPollWait:    cfg.MaxPollWait,
-			MaxCallWait:    cfg.MaxTimeout,
-		}),
+		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
@@ -101,6 +104,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.log.Info("shutting down")
 	s.cancel()
+	s.api.Close() // streams taken over from net/http end here
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownTimeout)
 	defer cancel()
 	err := s.http.Shutdown(shutdownCtx)
@@ -112,3 +116,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	return err
 }
+
+// Handler returns the gateway's HTTP handler, for serving it on another
+// listener as well (tests serve it over HTTP/2 with TLS).
+func (s *Server) Handler() http.Handler { return s.api }

@@ -55,6 +55,11 @@ func (s *sessionState) closeListeners() {
 	case <-s.done:
 	default:
 		close(s.done)
+		for l := range s.listeners {
+			if l.notify != nil {
+				l.notify()
+			}
+		}
 	}
 }
 
