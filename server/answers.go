@@ -77,12 +77,12 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 		}
 		outcomes[i] = o
 	}
-	type ended struct {
+	type endedCall struct {
 		id      string
 		status  toolgate.CallStatus
 		created time.Time
 	}
-	var finished []ended
+	var finished []endedCall
 	now := e.now()
 	err := e.st.Write(ctx, func(tx *store.Tx) error {
 		finished = finished[:0]
@@ -92,6 +92,19 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 				continue
 			}
 			ack.Status, ack.Duplicate = "", false
+			// The usual case in one statement: an open call of this session.
+			ended, err := tx.FinishAnswered(ack.ID, sid, outcomes[i], now)
+			if err != nil {
+				return err
+			}
+			if ended != nil {
+				// The woken caller reads the record from memory, not the table.
+				tx.RememberFinal(*ended)
+				ack.Status = outcomes[i].Status
+				finished = append(finished, endedCall{ack.ID, ack.Status, ended.CreatedTime()})
+				continue
+			}
+			// Otherwise say why not.
 			row, err := tx.GetCall(ack.ID)
 			if err != nil {
 				return err
@@ -112,13 +125,9 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 				ack.Error = toolgate.Errorf(toolgate.EConflict, "call %s is awaiting approval and was not sent to this client", ack.ID)
 				continue
 			}
-			if _, err := tx.FinishCall(ack.ID, outcomes[i], now); err != nil {
-				return err
-			}
-			// The woken caller reads the record from memory, not the table.
-			tx.RememberFinal(row.Finished(outcomes[i], now))
-			ack.Status = outcomes[i].Status
-			finished = append(finished, ended{ack.ID, ack.Status, row.CreatedTime()})
+			// Open, yet not ended above: it changed between the statements,
+			// which the single writer rules out; report it as a conflict.
+			ack.Error = toolgate.Errorf(toolgate.EConflict, "call %s could not be answered in status %s", ack.ID, status)
 		}
 		return nil
 	})

@@ -101,10 +101,12 @@ func (r *CallRow) SetIdempotencyKey(key string) {
 func (r *CallRow) SetRunID(id string) { r.RunID = sql.NullString{String: id, Valid: id != ""} }
 
 var (
-	qInsertCall    = query(`INSERT INTO calls (` + callColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	qGetCall       = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
-	qCallByIdemKey = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
-	qFinishCall    = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
+	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	qGetCall        = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
+	qCallByIdemKey  = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
+	qFinishCall     = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
+	qFinishAnswered = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?
+		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING ` + callColumns)
 	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + 1 WHERE id = ? AND status IN ('pending', 'delivered')`)
 	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
@@ -167,6 +169,33 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 		tx.changes.ended = append(tx.changes.ended, id)
 	}
 	return n > 0, nil
+}
+
+// FinishAnswered ends a call of session sid that was sent and not yet
+// answered with the client's outcome, in one statement, and returns the
+// ended record; nil, and no change, when there is no such call (then the
+// caller reads the call to say why).
+func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now time.Time) (*CallRow, error) {
+	var output, code, message, details any
+	if o.Output != nil {
+		output = string(o.Output)
+	}
+	if o.ErrorCode != "" {
+		code, message = o.ErrorCode, o.ErrorMessage
+	}
+	if o.ErrorDetails != nil {
+		details = string(o.ErrorDetails)
+	}
+	var r CallRow
+	err := tx.get(&r, qFinishAnswered, string(o.Status), output, code, message, details, ms(now), id, sid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tx.changes.ended = append(tx.changes.ended, id)
+	return &r, nil
 }
 
 // SetCallStatus moves an open call between open statuses (for example from
