@@ -147,6 +147,11 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	}
 	newRow.SetIdempotencyKey(opts.IdempotencyKey)
 	newRow.SetRunID(opts.RunID)
+	// Known open before the commit, not after: once committed, the call can
+	// be delivered, answered and ended (callEnded forgets it) before this
+	// goroutine runs again, and marking it open then would leave a waiter
+	// waiting for an end that already happened.
+	e.callOpened(newRow.ID)
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
 		if spec.RateLimit != nil {
 			recent, err := tx.RecentCallTimes(sessionID, tool, now.Add(-agentloop.RateLimitHorizon))
@@ -167,6 +172,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		return err
 	})
 	if err != nil {
+		e.callNotStored(newRow.ID)
 		if opts.IdempotencyKey != "" && strings.Contains(err.Error(), "UNIQUE") {
 			// The same key raced another request; that one's call wins.
 			if existing, ferr := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); ferr == nil && existing != nil {
@@ -176,7 +182,6 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		return nil, false, err
 	}
 	e.deadlines.schedule(newRow.ID, newRow.DeadlineTime())
-	e.callOpened(newRow.ID)
 	e.metrics.callCreated()
 	return &newRow, true, nil
 }
@@ -257,10 +262,17 @@ func (e *Engine) callWaiter(id string) (chan struct{}, bool) {
 	return w.ch, open
 }
 
-// callOpened records a call stored as open by this process.
+// callOpened records a call about to be stored as open by this process.
 func (e *Engine) callOpened(id string) {
 	e.waitMu.Lock()
 	e.openCalls[id] = struct{}{}
+	e.waitMu.Unlock()
+}
+
+// callNotStored forgets a call whose storing failed.
+func (e *Engine) callNotStored(id string) {
+	e.waitMu.Lock()
+	delete(e.openCalls, id)
 	e.waitMu.Unlock()
 }
 
