@@ -84,6 +84,21 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 	}
 	var finished []endedCall
 	now := e.now()
+	// Deliveries not yet written are written by the answers' own statement.
+	marks := make([]deliveryMark, len(answers))
+	for i := range answers {
+		if acks[i].Error == nil {
+			marks[i] = e.takeMark(acks[i].ID)
+		}
+	}
+	committed := false
+	defer func() {
+		for i := range answers {
+			if !committed || acks[i].Error != nil || acks[i].Duplicate || acks[i].Status == "" {
+				e.restoreMark(acks[i].ID, marks[i])
+			}
+		}
+	}()
 	err := e.st.Write(ctx, func(tx *store.Tx) error {
 		finished = finished[:0]
 		for i := range answers {
@@ -93,7 +108,7 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 			}
 			ack.Status, ack.Duplicate = "", false
 			// The usual case in one statement: an open call of this session.
-			ended, err := tx.FinishAnswered(ack.ID, sid, outcomes[i], now)
+			ended, err := tx.FinishAnswered(ack.ID, sid, outcomes[i], now, marks[i].first, marks[i].count)
 			if err != nil {
 				return err
 			}
@@ -131,6 +146,7 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 		}
 		return nil
 	})
+	committed = err == nil
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/handlers"
-	"github.com/toolgate/toolgate/store"
 )
 
 // eventBatch bounds how many events one read of the log returns.
@@ -167,9 +166,8 @@ func (e *Engine) CheckCursor(ctx context.Context, sid string, cursor int64) erro
 
 // Delivered records that the events were written to the session's client:
 // each requested call moves from pending to delivered and counts an
-// attempt. The write is batched with others and nobody waits on it; the
-// worst a crash can do is leave a call marked pending that was sent, and it
-// is sent again.
+// attempt — within a few milliseconds, or with the client's answer when
+// that comes first (see marks.go).
 func (e *Engine) Delivered(sid string, events []toolgate.Event) {
 	var ids []string
 	for _, ev := range events {
@@ -180,8 +178,7 @@ func (e *Engine) Delivered(sid string, events []toolgate.Event) {
 	if len(ids) == 0 {
 		return
 	}
-	now := e.now()
-	e.st.WriteAsync(func(tx *store.Tx) error { return tx.MarkDelivered(ids, now) })
+	e.markDelivered(ids, e.now())
 	if e.log.Enabled(context.Background(), -4) {
 		for _, id := range ids {
 			e.log.Debug("call delivered", "call", id, "session", sid)

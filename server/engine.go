@@ -68,6 +68,7 @@ type Engine struct {
 	openCalls map[string]struct{}
 
 	deadlines *deadlineQueue
+	marks     deliveryMarks // deliveries not yet written
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -159,6 +160,7 @@ func (e *Engine) Close() {
 	close(e.stop)
 	e.endLife()
 	e.stopped.Wait()
+	e.flushMarks() // before the store closes
 	e.mu.Lock()
 	for _, s := range e.sessions {
 		s.closeListeners()

@@ -105,10 +105,11 @@ var (
 	qGetCall        = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
 	qCallByIdemKey  = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
 	qFinishCall     = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
-	qFinishAnswered = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?
+	qFinishAnswered = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
+		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING ` + callColumns)
 	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
-	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + 1 WHERE id = ? AND status IN ('pending', 'delivered')`)
+	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ? WHERE id = ? AND status IN ('pending', 'delivered')`)
 	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
 	qOpenCallsOf   = query(`SELECT ` + callColumns + ` FROM calls WHERE session_id = ? AND status IN ` + openStatuses + ` ORDER BY id`)
 	qCountSince    = query(`SELECT COUNT(*) FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ?`)
@@ -174,8 +175,12 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 // FinishAnswered ends a call of session sid that was sent and not yet
 // answered with the client's outcome, in one statement, and returns the
 // ended record; nil, and no change, when there is no such call (then the
-// caller reads the call to say why).
-func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now time.Time) (*CallRow, error) {
+// caller reads the call to say why). Deliveries not yet recorded (first,
+// count) are recorded with it: an answered call was delivered.
+func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, count int) (*CallRow, error) {
+	if count == 0 || first.IsZero() {
+		first, count = now, 0
+	}
 	var output, code, message, details any
 	if o.Output != nil {
 		output = string(o.Output)
@@ -187,7 +192,7 @@ func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now time.Time) (*CallRow
 		details = string(o.ErrorDetails)
 	}
 	var r CallRow
-	err := tx.get(&r, qFinishAnswered, string(o.Status), output, code, message, details, ms(now), id, sid)
+	err := tx.get(&r, qFinishAnswered, string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -213,11 +218,18 @@ func (tx *Tx) SetCallStatus(id string, status toolgate.CallStatus, deadline time
 // becomes delivered, the first delivery time is kept, attempts count up.
 func (tx *Tx) MarkDelivered(ids []string, now time.Time) error {
 	for _, id := range ids {
-		if _, err := tx.exec(qMarkDelivered, ms(now), id); err != nil {
+		if err := tx.MarkDeliveredTimes(id, now, 1); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// MarkDeliveredTimes records that a call was written to a client count
+// times, the first at first.
+func (tx *Tx) MarkDeliveredTimes(id string, first time.Time, count int) error {
+	_, err := tx.exec(qMarkDelivered, ms(first), count, id)
+	return err
 }
 
 // SetProgress stores a call's latest progress and its new deadline; false

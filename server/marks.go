@@ -1,0 +1,102 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/store"
+)
+
+// markDelay is how long "delivered" marks wait before they are written.
+// A client usually answers well within it, and then its answer's own write
+// records the delivery: one write per call fewer on the single writer.
+const markDelay = 5 * time.Millisecond
+
+// deliveryMarks holds the deliveries of calls not yet recorded.
+type deliveryMarks struct {
+	mu      sync.Mutex
+	pending map[string]deliveryMark
+	armed   bool
+}
+
+// deliveryMark is how often a call was written to its client, and when first.
+type deliveryMark struct {
+	first time.Time
+	count int
+}
+
+// markDelivered notes deliveries and arms the flush.
+func (e *Engine) markDelivered(ids []string, now time.Time) {
+	m := &e.marks
+	m.mu.Lock()
+	if m.pending == nil {
+		m.pending = map[string]deliveryMark{}
+	}
+	for _, id := range ids {
+		d := m.pending[id]
+		if d.count == 0 {
+			d.first = now
+		}
+		d.count++
+		m.pending[id] = d
+	}
+	arm := !m.armed
+	m.armed = true
+	m.mu.Unlock()
+	if arm {
+		time.AfterFunc(markDelay, e.flushMarks)
+	}
+}
+
+// takeMark removes and returns a call's unrecorded deliveries, for the
+// answer that records them.
+func (e *Engine) takeMark(id string) deliveryMark {
+	m := &e.marks
+	m.mu.Lock()
+	d := m.pending[id]
+	delete(m.pending, id)
+	m.mu.Unlock()
+	return d
+}
+
+// restoreMark puts back deliveries an answer did not record.
+func (e *Engine) restoreMark(id string, d deliveryMark) {
+	if d.count == 0 {
+		return
+	}
+	m := &e.marks
+	m.mu.Lock()
+	if cur, ok := m.pending[id]; ok {
+		d.count += cur.count
+	}
+	m.pending[id] = d
+	arm := !m.armed
+	m.armed = true
+	m.mu.Unlock()
+	if arm {
+		time.AfterFunc(markDelay, e.flushMarks)
+	}
+}
+
+// flushMarks writes the deliveries no answer has recorded. The write is
+// batched with others and nobody waits on it; the worst a crash can do is
+// leave a call marked pending that was sent, and it is sent again.
+func (e *Engine) flushMarks() {
+	m := &e.marks
+	m.mu.Lock()
+	batch := m.pending
+	m.pending = nil
+	m.armed = false
+	m.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	e.st.WriteAsync(func(tx *store.Tx) error {
+		for id, d := range batch {
+			if err := tx.MarkDeliveredTimes(id, d.first, d.count); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
