@@ -126,7 +126,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		return nil, err
 	}
 	e.metrics = newMetrics(e)
-	e.deadlines = newDeadlineQueue(e.now, e.expireCalls)
+	e.deadlines = newDeadlineQueue(e.now, e.expireOpenCalls)
 	open, err := st.OpenCallDeadlines(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load open calls: %w", err)

@@ -359,6 +359,14 @@ func (e *Engine) Sweep(ctx context.Context) {
 			e.log.Error("expire session", "session", id, "err", err)
 		}
 	}
+	// Open calls past their deadline that the deadline queue did not end
+	// (it should have; this makes a missed one cost a sweep, not forever).
+	if overdue, err := e.st.OverdueCalls(ctx, now.Add(-time.Second), 1000); err != nil {
+		e.log.Error("sweep: overdue calls", "err", err)
+	} else if len(overdue) > 0 {
+		e.log.Warn("sweep: ending overdue calls", "count", len(overdue))
+		e.expireCalls(overdue)
+	}
 	err := e.st.Write(ctx, func(tx *store.Tx) error {
 		for _, t := range touched {
 			if err := tx.TouchSession(t.id, t.at); err != nil {

@@ -114,6 +114,7 @@ var (
 	qOpenCallsOf   = query(`SELECT ` + callColumns + ` FROM calls WHERE session_id = ? AND status IN ` + openStatuses + ` ORDER BY id`)
 	qCountSince    = query(`SELECT COUNT(*) FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ?`)
 	qOpenDeadlines = query(`SELECT id, session_id, deadline FROM calls WHERE status IN ` + openStatuses + ` ORDER BY deadline`)
+	qOverdueCalls  = query(`SELECT id FROM calls WHERE status IN ` + openStatuses + ` AND deadline <= ? ORDER BY deadline LIMIT ?`)
 	qCountByStatus = query(`SELECT status, COUNT(*) AS n FROM calls GROUP BY status`)
 )
 
@@ -326,6 +327,13 @@ func (s *Store) ListCalls(ctx context.Context, f CallFilter) ([]CallRow, error) 
 	var rows []CallRow
 	err := s.readers.SelectContext(ctx, &rows, q, args...)
 	return rows, err
+}
+
+// OverdueCalls lists up to limit open calls whose deadline has passed.
+func (s *Store) OverdueCalls(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var ids []string
+	err := s.sel(ctx, &ids, qOverdueCalls, ms(now), limit)
+	return ids, err
 }
 
 // OpenCallDeadline is an open call's id and deadline, for the scheduler.
