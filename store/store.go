@@ -44,6 +44,10 @@ type Store struct {
 	ops    chan *writeOp
 	done   chan struct{}
 
+	checkpointer    *sqlx.DB // copies the WAL back, off the writer's path
+	stopCheckpoints chan struct{}
+	checkpointsDone chan struct{}
+
 	tail   *eventTail    // recent events in memory
 	finals *recentFinals // records of calls that just ended
 
@@ -65,7 +69,8 @@ func dsn(path string, readOnly bool) string {
 	if readOnly {
 		q += "&_pragma=query_only(1)"
 	} else {
-		q += "&_txlock=immediate"
+		// Checkpoints run on their own connection (checkpoint.go).
+		q += "&_txlock=immediate&_pragma=wal_autocheckpoint(0)"
 	}
 	return "file:" + path + "?" + q
 }
@@ -122,6 +127,18 @@ func Open(path string) (*Store, error) {
 		done:      make(chan struct{}),
 		Now:       time.Now,
 	}
+	cp, err := openCheckpointer(path)
+	if err != nil {
+		writePrep.close()
+		readPrep.close()
+		writer.Close()
+		readers.Close()
+		return nil, fmt.Errorf("store: open %s for checkpoints: %w", path, err)
+	}
+	s.checkpointer = cp
+	s.stopCheckpoints = make(chan struct{})
+	s.checkpointsDone = make(chan struct{})
+	go runCheckpoints(cp, s.stopCheckpoints, s.checkpointsDone)
 	go s.runWriter()
 	return s, nil
 }
@@ -138,9 +155,11 @@ func (s *Store) Close() error {
 	close(s.ops)
 	s.mu.Unlock()
 	<-s.done
+	close(s.stopCheckpoints)
+	<-s.checkpointsDone
 	s.writePrep.close()
 	s.readPrep.close()
-	return errors.Join(s.readers.Close(), s.writer.Close())
+	return errors.Join(s.readers.Close(), s.writer.Close(), s.checkpointer.Close())
 }
 
 // Transactions returns how many write transactions have been committed or
