@@ -109,8 +109,15 @@ func expectLine(t *testing.T, lines <-chan string, prefix string) string {
 // that it answers the call left open.
 func answerAfterRestart(t *testing.T, g *gatewaytest.Gateway, statePath, sessionID, callID string) {
 	t.Helper()
-	if open := getCall(t, g, callID, 0); open.Status != toolgate.StatusDelivered {
-		t.Fatalf("before the restart the call is %s, want delivered", open.Status)
+	// The gateway records a delivery within a few milliseconds of sending it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		open := getCall(t, g, callID, 0)
+		if open.Status == toolgate.StatusDelivered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("before the restart the call is %s, want delivered", open.Status)
+		}
 	}
 	client, _ := newTestClient(t, g, mobile.TransportAuto)
 	client.SetSessionStore(mobile.NewFileSessionStore(statePath))
