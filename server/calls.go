@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 		}
 		if row, err := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); err != nil || row != nil {
 			if row != nil {
-				return row.Call(), false, nil
+				return sameCallOrConflict(row, req)
 			}
 			return nil, false, err
 		}
@@ -176,6 +177,9 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		if opts.IdempotencyKey != "" && strings.Contains(err.Error(), "UNIQUE") {
 			// The same key raced another request; that one's call wins.
 			if existing, ferr := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); ferr == nil && existing != nil {
+				if _, _, err := sameCallOrConflict(existing, toolgate.CallRequest{SessionID: sessionID, Tool: tool, Args: args}); err != nil {
+					return nil, false, err
+				}
 				return existing, false, nil
 			}
 		}
@@ -184,6 +188,24 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	e.deadlines.schedule(newRow.ID, newRow.DeadlineTime())
 	e.metrics.callCreated()
 	return &newRow, true, nil
+}
+
+// sameCallOrConflict answers a retried request with the call its
+// Idempotency-Key made first, or CONFLICT when the key was used for a
+// different call (another session, tool or arguments).
+func sameCallOrConflict(row *store.CallRow, req toolgate.CallRequest) (*toolgate.Call, bool, error) {
+	args := req.Args
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	var stored, asked any
+	sameArgs := json.Unmarshal([]byte(row.Args), &stored) == nil && json.Unmarshal(args, &asked) == nil &&
+		reflect.DeepEqual(stored, asked)
+	if row.SessionID.String != req.SessionID || row.Tool != req.Tool || !sameArgs {
+		return nil, false, toolgate.Errorf(toolgate.EConflict,
+			"this Idempotency-Key was already used for a different call (%s of session %q); use a new key", row.Tool, row.SessionID.String)
+	}
+	return row.Call(), false, nil
 }
 
 // missingSession explains why a session id has no open session.

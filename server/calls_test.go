@@ -328,6 +328,22 @@ func TestIdempotencyKey(t *testing.T) {
 	if ids[0] == "" || ids[0] != ids[1] || ids[1] != ids[2] {
 		t.Fatalf("ids = %v, want one call", ids)
 	}
+	// The same key for a different call is a conflict, and stores nothing.
+	other := mustRequest(t, "POST", g.URL+"/v1/calls", map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "twice"}, "wait": false})
+	other.Header.Set("Idempotency-Key", "order-42")
+	var conflict map[string]any
+	decodeResponse(t, other, 409, &conflict)
+	if conflict["error"].(map[string]any)["code"] != "CONFLICT" {
+		t.Errorf("reused key: %v", conflict)
+	}
+	// Arguments equal as JSON, written otherwise, are the same call.
+	same := mustRequest(t, "POST", g.URL+"/v1/calls", map[string]any{"session_id": s.ID, "tool": "echo", "args": json.RawMessage(`{ "text" : "once" }`), "wait": false})
+	same.Header.Set("Idempotency-Key", "order-42")
+	var again callRecord
+	decodeResponse(t, same, 202, &again)
+	if again.ID != ids[0] {
+		t.Errorf("retry with reformatted args got %s, want %s", again.ID, ids[0])
+	}
 	var list struct {
 		Calls []callRecord `json:"calls"`
 	}
