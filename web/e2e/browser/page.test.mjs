@@ -111,7 +111,10 @@ test("a call made while the page is closed is answered when it is opened again i
   const pending = await gw.call(sessionId, "page_info", {}, { wait: false, timeout_ms: 30000 });
   assert.equal(pending.status, "pending");
   await new Promise((r) => setTimeout(r, 500));
-  assert.equal((await gw.api(`/v1/calls/${pending.id}`)).body.status, "pending", "nobody answered while the page was closed");
+  // Not answered: "pending", or "delivered" when the event went into the closing
+  // connection before the gateway saw it close (the reopened page gets it again).
+  const whileClosed = (await gw.api(`/v1/calls/${pending.id}`)).body.status;
+  assert.ok(["pending", "delivered"].includes(whileClosed), `nobody answered while the page was closed (status ${whileClosed})`);
 
   const reopened = await openPage(url);
   assert.equal(reopened, sessionId, "the reopened page resumes its session");
