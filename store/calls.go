@@ -112,10 +112,8 @@ var (
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ? WHERE id = ? AND status IN ('pending', 'delivered')`)
 	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
 	qOpenCallsOf   = query(`SELECT ` + callColumns + ` FROM calls WHERE session_id = ? AND status IN ` + openStatuses + ` ORDER BY id`)
-	qCountSince    = query(`SELECT COUNT(*) FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ?`)
 	qOpenDeadlines = query(`SELECT id, session_id, deadline FROM calls WHERE status IN ` + openStatuses + ` ORDER BY deadline`)
 	qOverdueCalls  = query(`SELECT id FROM calls WHERE status IN ` + openStatuses + ` AND deadline <= ? ORDER BY deadline LIMIT ?`)
-	qCountByStatus = query(`SELECT status, COUNT(*) AS n FROM calls GROUP BY status`)
 )
 
 // InsertCall stores a new call.
@@ -149,10 +147,9 @@ type Outcome struct {
 	ErrorDetails []byte // JSON object or nil
 }
 
-// FinishCall moves an open call to a final status. It reports false, and
-// changes nothing, when the call is not open any more.
-func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
-	var output, code, message, details any
+// columns returns the outcome's stored values: NULL where it has none, and
+// the message only with a code.
+func (o Outcome) columns() (output, code, message, details any) {
 	if o.Output != nil {
 		output = string(o.Output)
 	}
@@ -162,6 +159,13 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 	if o.ErrorDetails != nil {
 		details = string(o.ErrorDetails)
 	}
+	return output, code, message, details
+}
+
+// FinishCall moves an open call to a final status. It reports false, and
+// changes nothing, when the call is not open any more.
+func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
+	output, code, message, details := o.columns()
 	res, err := tx.exec(qFinishCall, string(o.Status), output, code, message, details, ms(now), id)
 	if err != nil {
 		return false, err
@@ -182,16 +186,7 @@ func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, co
 	if count == 0 || first.IsZero() {
 		first, count = now, 0
 	}
-	var output, code, message, details any
-	if o.Output != nil {
-		output = string(o.Output)
-	}
-	if o.ErrorCode != "" {
-		code, message = o.ErrorCode, o.ErrorMessage
-	}
-	if o.ErrorDetails != nil {
-		details = string(o.ErrorDetails)
-	}
+	output, code, message, details := o.columns()
 	var r CallRow
 	err := tx.get(&r, qFinishAnswered, string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -249,14 +244,6 @@ func (tx *Tx) OpenCallsOfSession(sessionID string) ([]CallRow, error) {
 	var rows []CallRow
 	err := tx.sel(&rows, qOpenCallsOf, sessionID)
 	return rows, err
-}
-
-// CountCallsSince counts the calls of one tool in one session created at or
-// after since, whatever became of them; rate limits are counted from it.
-func (tx *Tx) CountCallsSince(sessionID, tool string, since time.Time) (int, error) {
-	var n int
-	err := tx.get(&n, qCountSince, sessionID, tool, ms(since))
-	return n, err
 }
 
 // GetCall reads a call; nil when there is none.
@@ -351,20 +338,4 @@ func (s *Store) OpenCallDeadlines(ctx context.Context) ([]OpenCallDeadline, erro
 	var rows []OpenCallDeadline
 	err := s.sel(ctx, &rows, qOpenDeadlines)
 	return rows, err
-}
-
-// CountCallsByStatus counts every stored call by status, for metrics.
-func (s *Store) CountCallsByStatus(ctx context.Context) (map[string]int64, error) {
-	var rows []struct {
-		Status string `db:"status"`
-		N      int64  `db:"n"`
-	}
-	if err := s.sel(ctx, &rows, qCountByStatus); err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		out[r.Status] = r.N
-	}
-	return out, nil
 }

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"database/sql"
 	"sync"
-	"time"
 
 	"github.com/toolgate/toolgate"
 )
@@ -49,35 +47,11 @@ func (f *recentFinals) get(id string) (CallRow, bool) {
 	return r, ok
 }
 
-// Finished returns the record a call will have once FinishCall with o
-// commits: the row as read in the transaction, with the outcome applied
-// the way FinishCall stores it.
-func (r CallRow) Finished(o Outcome, now time.Time) CallRow {
-	r.Status = string(o.Status)
-	r.Output = nullText(o.Output)
-	r.ErrorCode, r.ErrorMessage = sql.NullString{}, sql.NullString{}
-	if o.ErrorCode != "" {
-		r.ErrorCode = sql.NullString{String: o.ErrorCode, Valid: true}
-		r.ErrorMessage = sql.NullString{String: o.ErrorMessage, Valid: true}
-	}
-	r.ErrorDetails = nullText(o.ErrorDetails)
-	r.CompletedAt.Int64, r.CompletedAt.Valid = ms(now), true
-	return r
-}
-
 // RememberFinal keeps the ended call's record in memory once this
-// transaction commits; row must be what the stored record now is (see
-// CallRow.Finished).
+// transaction commits; row must be what the stored record now is (as
+// FinishAnswered returns it).
 func (tx *Tx) RememberFinal(row CallRow) {
 	if toolgate.CallStatus(row.Status).Final() {
 		tx.changes.finals = append(tx.changes.finals, row)
 	}
-}
-
-// nullText is a nullable text column: NULL for nil.
-func nullText(b []byte) sql.NullString {
-	if b == nil {
-		return sql.NullString{}
-	}
-	return sql.NullString{String: string(b), Valid: true}
 }

@@ -108,18 +108,6 @@ func (s *Store) GetSession(ctx context.Context, id string) (*SessionRow, error) 
 	return &r, nil
 }
 
-// ListSessions lists sessions, newest first; closed ones only when asked.
-func (s *Store) ListSessions(ctx context.Context, includeClosed bool, limit int) ([]SessionRow, error) {
-	q := `SELECT ` + sessionColumns + ` FROM sessions`
-	if !includeClosed {
-		q += ` WHERE closed_at IS NULL`
-	}
-	q += ` ORDER BY created_at DESC LIMIT ?`
-	var rows []SessionRow
-	err := s.readers.SelectContext(ctx, &rows, q, limit)
-	return rows, err
-}
-
 // OpenSessions lists every session that is neither closed nor expired.
 func (s *Store) OpenSessions(ctx context.Context) ([]SessionRow, error) {
 	var rows []SessionRow

@@ -87,16 +87,8 @@ func inProcessFigures(ctx context.Context, cfg *config, c *collector, tmp, agent
 		return err
 	}
 	defer stopAll(ts)
-	for r := range cfg.Rounds {
-		for _, t := range ts {
-			p50, p99, err := roundTrip(ctx, t, cfg.RoundTripCalls, cfg.Warmup)
-			if err != nil {
-				return err
-			}
-			c.add(t.system, "roundtrip_p50_us", p50)
-			c.add(t.system, "roundtrip_p99_us", p99)
-			logf("round %d in-process round trip %-18s p50 %7.0f µs  p99 %7.0f µs", r+1, t.system, p50, p99)
-		}
+	if err := roundTripRounds(ctx, cfg, c, ts, "roundtrip", "in-process"); err != nil {
+		return err
 	}
 	for r := range cfg.Rounds {
 		for _, conc := range cfg.Concurrency {
@@ -112,6 +104,23 @@ func inProcessFigures(ctx context.Context, cfg *config, c *collector, tmp, agent
 	}
 	if cfg.CPUProfile != "" {
 		return profileLoad(ctx, cfg, ts[0])
+	}
+	return nil
+}
+
+// roundTripRounds takes the one-call-at-a-time round trips of every
+// target, cfg.Rounds times, as the figures prefix_p50_us and prefix_p99_us.
+func roundTripRounds(ctx context.Context, cfg *config, c *collector, ts []*target, prefix, label string) error {
+	for r := range cfg.Rounds {
+		for _, t := range ts {
+			p50, p99, err := roundTrip(ctx, t, cfg.RoundTripCalls, cfg.Warmup)
+			if err != nil {
+				return err
+			}
+			c.add(t.system, prefix+"_p50_us", p50)
+			c.add(t.system, prefix+"_p99_us", p99)
+			logf("round %d %s round trip %-18s p50 %7.0f µs  p99 %7.0f µs", r+1, label, t.system, p50, p99)
+		}
 	}
 	return nil
 }
@@ -147,16 +156,8 @@ func processFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, ag
 		return err
 	}
 	defer stopAll(ts)
-	for r := range cfg.Rounds {
-		for _, t := range ts {
-			p50, p99, err := roundTrip(ctx, t, cfg.RoundTripCalls, cfg.Warmup)
-			if err != nil {
-				return err
-			}
-			c.add(t.system, "http_roundtrip_p50_us", p50)
-			c.add(t.system, "http_roundtrip_p99_us", p99)
-			logf("round %d HTTP round trip %-18s p50 %7.0f µs  p99 %7.0f µs", r+1, t.system, p50, p99)
-		}
+	if err := roundTripRounds(ctx, cfg, c, ts, "http_roundtrip", "HTTP"); err != nil {
+		return err
 	}
 	for r := range cfg.Rounds {
 		for _, t := range ts {

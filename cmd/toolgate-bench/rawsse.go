@@ -46,25 +46,12 @@ func postJSON(ctx context.Context, client *http.Client, url, bearer string, body
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(b))
+	status, data, err := postRaw(ctx, client, url, bearer, b)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, bytes.TrimSpace(data))
+	if status/100 != 2 {
+		return fmt.Errorf("POST %s: %d %s", url, status, bytes.TrimSpace(data))
 	}
 	if out != nil {
 		return json.Unmarshal(data, out)

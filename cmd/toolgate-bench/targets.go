@@ -217,20 +217,12 @@ func httpCaller(client *http.Client, url, agentKey string, sessions []string) fu
 		bodies[i], _ = json.Marshal(callRequest{SessionID: s, Tool: echoTool, Args: benchArgs})
 	}
 	return func(ctx context.Context, i int) error {
-		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/calls", bytes.NewReader(bodies[i]))
-		req.Header.Set("Authorization", "Bearer "+agentKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
+		status, data, err := postRaw(ctx, client, url+"/v1/calls", agentKey, bodies[i])
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("POST /v1/calls: %d %s", resp.StatusCode, bytes.TrimSpace(data))
+		if status != http.StatusOK {
+			return fmt.Errorf("POST /v1/calls: %d %s", status, bytes.TrimSpace(data))
 		}
 		var rec callRecord
 		if err := json.Unmarshal(data, &rec); err != nil {
@@ -248,19 +240,12 @@ func floorTarget(url string, n int) *target {
 		system:   sysFloor,
 		sessions: make([]string, n),
 		call: func(ctx context.Context, i int) error {
-			req, _ := http.NewRequestWithContext(ctx, "POST", url+"/echo", bytes.NewReader(benchArgs))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
+			status, data, err := postRaw(ctx, client, url+"/echo", "", benchArgs)
 			if err != nil {
 				return err
 			}
-			defer resp.Body.Close()
-			data, err := io.ReadAll(resp.Body)
-			if err != nil {
-				return err
-			}
-			if resp.StatusCode != http.StatusOK || !bytes.Equal(data, benchArgs) {
-				return fmt.Errorf("echo: %d %q", resp.StatusCode, data)
+			if status != http.StatusOK || !bytes.Equal(data, benchArgs) {
+				return fmt.Errorf("echo: %d %q", status, data)
 			}
 			return nil
 		},
@@ -277,4 +262,24 @@ func checkCompleted(status string, output json.RawMessage) error {
 		return fmt.Errorf("call output %s, want %s", bytes.TrimSpace(output), benchArgs)
 	}
 	return nil
+}
+
+// postRaw posts an encoded JSON body (with a bearer secret when one is
+// given) and returns the status and the whole reply.
+func postRaw(ctx context.Context, client *http.Client, url, secret string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
 }
