@@ -36,7 +36,9 @@ type writeOp struct {
 // committed (nil) or fn's work is rolled back (its error). fn may share the
 // transaction with other operations: it must do all its work through tx and
 // keep no effects outside it, because an error of its own rolls back only
-// its part, while a failed commit fails the whole batch.
+// its part, while a failed commit fails the whole batch. fn may also be run
+// twice (when another operation of its batch fails, the batch is run
+// again), so whatever it records outside tx it must set, not accumulate.
 //
 // Write waits for the outcome even when ctx ends after the operation was
 // handed over, so a caller never reports failure for a change that committed.
@@ -92,9 +94,13 @@ func (s *Store) runWriter() {
 	}
 }
 
-// commitBatch runs the operations in one transaction. With more than one
-// operation each runs inside a savepoint, so one operation's error undoes
-// only its own writes.
+// commitBatch runs the operations in one transaction. It first runs them
+// one after another with nothing between them, which is what nearly every
+// batch needs. Should one fail, that attempt is rolled back and the batch
+// runs again with each operation inside a savepoint, so that the failing
+// one undoes only its own writes. (A savepoint for every operation up front
+// would cost two statements each and a copy of every page an operation
+// touches that an earlier one of the batch had already changed.)
 func (s *Store) commitBatch(batch []*writeOp) {
 	s.transactions.Add(1)
 	s.operations.Add(int64(len(batch)))
@@ -112,31 +118,39 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			}
 		}
 	}
-	sqlTx, err := s.writer.Beginx()
-	if err != nil {
+	failAll := func(err error) {
 		for i := range errs {
-			errs[i] = err
+			if errs[i] == nil {
+				errs[i] = err
+			}
 		}
+		finish(nil)
+	}
+	tx, err := s.begin()
+	if err != nil {
+		failAll(err)
+		return
+	}
+	failed := -1
+	for i, op := range batch {
+		if errs[i] = runOp(op, tx); errs[i] != nil {
+			failed = i
+			break
+		}
+	}
+	if failed < 0 {
+		finish(s.commit(tx))
+		return
+	}
+	tx.Rollback()
+	if len(batch) == 1 {
 		finish(nil)
 		return
 	}
-	tx := &Tx{Tx: sqlTx, prep: s.writePrep}
-	// commit commits and, only once committed, tells the event tail.
-	commit := func() error {
-		if err := sqlTx.Commit(); err != nil {
-			return err
-		}
-		s.tail.apply(&tx.changes, s.Now())
-		s.finals.put(tx.changes.finals)
-		return nil
-	}
-	if len(batch) == 1 {
-		if errs[0] = runOp(batch[0], tx); errs[0] != nil {
-			sqlTx.Rollback()
-			finish(nil)
-			return
-		}
-		finish(commit())
+	// Again, each operation on its own savepoint.
+	clear(errs)
+	if tx, err = s.begin(); err != nil {
+		failAll(err)
 		return
 	}
 	for i, op := range batch {
@@ -149,13 +163,8 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			tx.changes.truncate(mark)
 			if _, err := tx.exec(qRollbackTo); err != nil {
 				// The transaction is unusable; fail every operation.
-				sqlTx.Rollback()
-				for j := range errs {
-					if errs[j] == nil {
-						errs[j] = err
-					}
-				}
-				finish(nil)
+				tx.Rollback()
+				failAll(err)
 				return
 			}
 		}
@@ -163,7 +172,27 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			errs[i] = err
 		}
 	}
-	finish(commit())
+	finish(s.commit(tx))
+}
+
+// begin starts the writer's transaction.
+func (s *Store) begin() (*Tx, error) {
+	sqlTx, err := s.writer.Beginx()
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{Tx: sqlTx, prep: s.writePrep}, nil
+}
+
+// commit commits tx and, only once committed, tells the event tail and
+// the recent finals what it changed.
+func (s *Store) commit(tx *Tx) error {
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.tail.apply(&tx.changes, s.Now())
+	s.finals.put(tx.changes.finals)
+	return nil
 }
 
 // runOp runs one operation, turning a panic into an error so that one bad
