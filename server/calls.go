@@ -148,6 +148,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	}
 	newRow.SetIdempotencyKey(opts.IdempotencyKey)
 	newRow.SetRunID(opts.RunID)
+	newRow.RateLimited = spec.RateLimit != nil
 	// Known open before the commit, not after: once committed, the call can
 	// be delivered, answered and ended (callEnded forgets it) before this
 	// goroutine runs again, and marking it open then would leave a waiter

@@ -30,6 +30,9 @@ type CallRow struct {
 	Attempts       int            `db:"attempts"`
 	IdempotencyKey sql.NullString `db:"idempotency_key"`
 	RunID          sql.NullString `db:"run_id"`
+	// RateLimited marks a call of a tool with a rate limit, which the
+	// limit's count reads back (only written, never read into a row).
+	RateLimited bool `db:"-"`
 }
 
 // Call converts the row to the caller API's call record.
@@ -101,7 +104,7 @@ func (r *CallRow) SetIdempotencyKey(key string) {
 func (r *CallRow) SetRunID(id string) { r.RunID = sql.NullString{String: id, Valid: id != ""} }
 
 var (
-	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `, rate_limited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	qGetCall        = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
 	qCallByIdemKey  = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
 	qFinishCall     = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
@@ -118,10 +121,14 @@ var (
 
 // InsertCall stores a new call.
 func (tx *Tx) InsertCall(r *CallRow) error {
+	var rateLimited any // NULL keeps the call out of calls_rate_limited
+	if r.RateLimited {
+		rateLimited = 1
+	}
 	// Positional arguments: binding by name costs reflection on every call.
 	_, err := tx.exec(qInsertCall, r.ID, r.SessionID, r.Tool, r.Args, r.Status, r.Output, r.ErrorCode, r.ErrorMessage,
 		r.ErrorDetails, r.Progress, r.TimeoutMS, r.CreatedAt, r.DeliveredAt, r.CompletedAt, r.Deadline, r.Attempts,
-		r.IdempotencyKey, r.RunID)
+		r.IdempotencyKey, r.RunID, rateLimited)
 	return err
 }
 

@@ -134,14 +134,16 @@ func (s *Store) RunningRunIDs(ctx context.Context) ([]string, error) {
 // with sessionID empty, of a built-in tool) were created at or after
 // since, oldest first: what rate limits are counted from, inside the
 // transaction that inserts the next call, so two calls cannot both slip
-// under a limit.
+// under a limit. Only calls stored with RateLimited count: those made
+// while the tool had a limit, which the partial index calls_rate_limited
+// holds.
 func (tx *Tx) RecentCallTimes(sessionID, tool string, since time.Time) ([]time.Time, error) {
 	var stamps []int64
 	var err error
 	if sessionID == "" {
-		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id IS NULL AND tool = ? AND created_at >= ? ORDER BY created_at`, tool, ms(since))
+		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id IS NULL AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`, tool, ms(since))
 	} else {
-		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ? ORDER BY created_at`, sessionID, tool, ms(since))
+		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`, sessionID, tool, ms(since))
 	}
 	if err != nil {
 		return nil, err

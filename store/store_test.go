@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,5 +265,65 @@ func TestRememberedFinalMatchesTable(t *testing.T) {
 		if table := string(b); table != memory[id] {
 			t.Errorf("%s:\nmemory %s\ntable  %s", id, memory[id], table)
 		}
+	}
+}
+
+// TestRateLimitCountsMarkedCalls: the rate-limit count sees the calls
+// stored as RateLimited (of a built-in tool too), not the others, and reads
+// them through the partial index rather than the session's whole history.
+func TestRateLimitCountsMarkedCalls(t *testing.T) {
+	st, path := openStore(t)
+	ctx := context.Background()
+	insertSession(t, st, "s")
+	now := time.Now()
+	err := st.Write(ctx, func(tx *store.Tx) error {
+		for i, c := range []struct {
+			session, tool string
+			limited       bool
+			age           time.Duration
+		}{
+			{"s", "send", true, time.Minute},
+			{"s", "send", true, 2 * time.Hour}, // before the window
+			{"s", "send", false, time.Minute},  // made while the tool had no limit
+			{"s", "other", true, time.Minute},
+			{"", "send", true, time.Minute}, // a built-in of the same name
+		} {
+			row := store.NewCallRow(callID(i), c.session, c.tool, []byte(`{}`), toolgate.StatusPending, time.Minute, now.Add(-c.age))
+			row.RateLimited = c.limited
+			if err := tx.InsertCall(&row); err != nil {
+				return err
+			}
+		}
+		for _, q := range []struct {
+			session string
+			want    int
+		}{{"s", 1}, {"", 1}} {
+			got, err := tx.RecentCallTimes(q.session, "send", now.Add(-time.Hour))
+			if err != nil {
+				return err
+			}
+			if len(got) != q.want {
+				t.Errorf("session %q: %d calls counted, want %d", q.session, len(got), q.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id, parent, unused int
+	var detail string
+	err = db.QueryRow(`EXPLAIN QUERY PLAN SELECT created_at FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`,
+		"s", "send", 0).Scan(&id, &parent, &unused, &detail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(detail, "calls_rate_limited") {
+		t.Errorf("the count does not use calls_rate_limited: %s", detail)
 	}
 }
