@@ -18,18 +18,34 @@ import (
 
 // gatewayAPI speaks the client endpoints of PROTOCOL.md for one gateway.
 type gatewayAPI struct {
-	baseURL string
-	http    *http.Client // for requests that end promptly
-	long    *http.Client // for long-polls, which the gateway holds
+	baseURL   string
+	transport *http.Transport // this client's own connections
+	http      *http.Client    // for requests that end promptly
+	long      *http.Client    // for the stream and long-polls, which the gateway holds
 }
 
+// idleConnsPerClient is how many connections to the gateway a client keeps
+// open between requests: enough for its stream or poll, its answers posted
+// while others are in flight, and its progress reports. (The shared
+// default keeps two per host for the whole process, so an app with several
+// clients, or one answering on several workers, would dial a new
+// connection for most answers.)
+const idleConnsPerClient = 16
+
 func newGatewayAPI(baseURL string) *gatewayAPI {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = idleConnsPerClient
 	return &gatewayAPI{
-		baseURL: strings.TrimRight(baseURL, "/"),
-		http:    &http.Client{Timeout: 30 * time.Second},
-		long:    &http.Client{},
+		baseURL:   strings.TrimRight(baseURL, "/"),
+		transport: t,
+		http:      &http.Client{Transport: t, Timeout: 30 * time.Second},
+		long:      &http.Client{Transport: t},
 	}
 }
+
+// closeIdle closes the connections kept for the next request (when the
+// client closes; it can connect again).
+func (a *gatewayAPI) closeIdle() { a.transport.CloseIdleConnections() }
 
 // sessionPath returns the path of a session's endpoint.
 func sessionPath(sessionID, rest string) string {

@@ -358,6 +358,7 @@ func (c *Client) Close() {
 	}
 	stop()
 	<-outboxDone
+	c.api.closeIdle()
 	c.saveState()
 	c.mu.Lock()
 	c.done, c.exec = nil, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/mobile"
 )
 
 // benchHTTP is the clients' HTTP client: keep-alive connections for as
@@ -177,4 +178,72 @@ func BenchmarkThroughput(b *testing.B) {
 			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
 		})
 	}
+}
+
+// sdkEcho is the echo tool's handler in the Go SDK.
+type sdkEcho struct{}
+
+func (sdkEcho) Handle(callID, toolName, argsJSON string) (string, error) { return argsJSON, nil }
+
+// sdkQuiet drops the SDK's log lines.
+type sdkQuiet struct{}
+
+func (sdkQuiet) Log(level, message string) {}
+
+// BenchmarkThroughputSDK is BenchmarkThroughput with the real Go SDK
+// (package mobile, over SSE, one worker each) as the clients, in this
+// process: its profile shows the SDK's share next to the gateway's.
+func BenchmarkThroughputSDK(b *testing.B) {
+	const clients = 64
+	g := startGateway(b, nil)
+	ids := make([]string, clients)
+	for i := range ids {
+		c := mobile.NewClient(g.URL)
+		c.SetLogger(sdkQuiet{})
+		c.SetTransport(mobile.TransportSSE)
+		if err := c.RegisterTool("echo", "Answers with its arguments", `{"type":"object"}`); err != nil {
+			b.Fatal(err)
+		}
+		c.SetHandler(sdkEcho{})
+		if err := c.Connect(); err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		for deadline := time.Now().Add(10 * time.Second); c.State() != mobile.StateConnected; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("SDK client not connected: %s", c.State())
+			}
+		}
+		ids[i] = c.SessionID()
+	}
+	eng := g.Server.Engine
+	args := json.RawMessage(`{"text":"ping"}`)
+	next := make(chan struct{}, clients)
+	b.ResetTimer()
+	start := time.Now()
+	go func() {
+		for range b.N {
+			next <- struct{}{}
+		}
+		close(next)
+	}()
+	var wg sync.WaitGroup
+	for _, sid := range ids {
+		wg.Go(func() {
+			ctx := context.Background()
+			for range next {
+				call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: args}, "")
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if final, err := eng.WaitCall(ctx, call.ID, -1); err != nil || final.Status != toolgate.StatusCompleted {
+					b.Errorf("call: %v %v", final, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
 }
