@@ -111,6 +111,11 @@ var (
 	qFinishAnswered = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING ` + callColumns)
+	// The same, returning only what may have changed since the call was
+	// stored, for when the stored row is known.
+	qFinishAnsweredKnown = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
+		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
+		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING delivered_at, attempts, progress, deadline`)
 	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ? WHERE id = ? AND status IN ('pending', 'delivered')`)
 	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
@@ -169,6 +174,12 @@ func (o Outcome) columns() (output, code, message, details any) {
 	return output, code, message, details
 }
 
+// textColumn is a value from Outcome.columns as read back: NULL unless a string.
+func textColumn(v any) sql.NullString {
+	s, ok := v.(string)
+	return sql.NullString{String: s, Valid: ok}
+}
+
 // FinishCall moves an open call to a final status. It reports false, and
 // changes nothing, when the call is not open any more.
 func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
@@ -188,14 +199,27 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 // answered with the client's outcome, in one statement, and returns the
 // ended record; nil, and no change, when there is no such call (then the
 // caller reads the call to say why). Deliveries not yet recorded (first,
-// count) are recorded with it: an answered call was delivered.
-func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, count int) (*CallRow, error) {
+// count) are recorded with it: an answered call was delivered. known, when
+// not nil, is the call's row as it was stored (status, delivery, progress
+// and deadline may have changed since; nothing else does): then only those
+// are read back, and the record is composed from it.
+func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, count int, known *CallRow) (*CallRow, error) {
 	if count == 0 || first.IsZero() {
 		first, count = now, 0
 	}
 	output, code, message, details := o.columns()
 	var r CallRow
-	err := tx.get(&r, qFinishAnswered, string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid)
+	var err error
+	if known != nil && known.ID == id {
+		r = *known
+		r.Status = string(o.Status)
+		r.Output, r.ErrorCode, r.ErrorMessage, r.ErrorDetails = textColumn(output), textColumn(code), textColumn(message), textColumn(details)
+		r.CompletedAt = sql.NullInt64{Int64: ms(now), Valid: true}
+		err = tx.queryRow(qFinishAnsweredKnown, string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid).
+			Scan(&r.DeliveredAt, &r.Attempts, &r.Progress, &r.Deadline)
+	} else {
+		err = tx.get(&r, qFinishAnswered, string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -80,6 +80,14 @@ func (tx *Tx) get(dest any, q string, args ...any) error {
 	return tx.Get(dest, q, args...)
 }
 
+// queryRow reads one row in the transaction, for scanning by hand.
+func (tx *Tx) queryRow(q string, args ...any) *sql.Row {
+	if st := tx.prep.stmts[q]; st != nil {
+		return tx.Stmtx(st).QueryRow(args...)
+	}
+	return tx.QueryRow(q, args...)
+}
+
 // sel reads rows in the transaction.
 func (tx *Tx) sel(dest any, q string, args ...any) error {
 	if st := tx.prep.stmts[q]; st != nil {

@@ -221,16 +221,29 @@ func TestRememberedFinalMatchesTable(t *testing.T) {
 		"fail": {Status: toolgate.StatusFailed, ErrorCode: "AUTH_REQUIRED", ErrorMessage: "log in", ErrorDetails: []byte(`{"resolution_hint":"x"}`)},
 		"null": {Status: toolgate.StatusCompleted, Output: []byte(`null`)},
 	}
+	// Each answered once with the stored row known (composed in memory) and
+	// once without (read back whole).
+	for id, o := range outcomes {
+		outcomes[id+"-known"] = o
+	}
 	for id, o := range outcomes {
 		err := st.Write(ctx, func(tx *store.Tx) error {
-			row := store.NewCallRow(id, "s", "echo", []byte(`{}`), toolgate.StatusPending, time.Minute, now)
+			row := store.NewCallRow(id, "s", "echo", []byte(`{"q":"x"}`), toolgate.StatusPending, time.Minute, now)
+			row.SetRunID("run-1")
 			if err := tx.InsertCall(&row); err != nil {
 				return err
 			}
 			if err := tx.MarkDelivered([]string{id}, now); err != nil {
 				return err
 			}
-			ended, err := tx.FinishAnswered(id, "s", o, now.Add(time.Second), time.Time{}, 0)
+			if _, err := tx.SetProgress(id, []byte(`{"pct":50}`), now.Add(2*time.Minute)); err != nil {
+				return err
+			}
+			var known *store.CallRow
+			if strings.HasSuffix(id, "-known") {
+				known = &row
+			}
+			ended, err := tx.FinishAnswered(id, "s", o, now.Add(time.Second), now.Add(time.Millisecond), 2, known)
 			if err != nil || ended == nil {
 				return fmt.Errorf("finish %s: %v %v", id, ended, err)
 			}
