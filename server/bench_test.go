@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/mobile"
+	"github.com/toolgate/toolgate/server"
 )
 
 // benchHTTP is the clients' HTTP client: keep-alive connections for as
@@ -140,39 +141,13 @@ func BenchmarkThroughput(b *testing.B) {
 				stop := answeringClient(b, g, sessions[i])
 				defer stop()
 			}
-			eng := g.Server.Engine
-			args := json.RawMessage(`{"text":"ping"}`)
 			tx0 := g.Server.Store.Transactions()
-			next := make(chan struct{}, clients)
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			go func() {
-				for range b.N {
-					next <- struct{}{}
-				}
-				close(next)
-			}()
-			for _, s := range sessions {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ctx := context.Background()
-					for range next {
-						call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: s.ID, Tool: "echo", Args: args}, "")
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if final, err := eng.WaitCall(ctx, call.ID, -1); err != nil || final.Status != toolgate.StatusCompleted {
-							b.Errorf("call: %v %v", final, err)
-							return
-						}
-					}
-				}()
+			ids := make([]string, len(sessions))
+			for i, s := range sessions {
+				ids[i] = s.ID
 			}
-			wg.Wait()
-			elapsed := time.Since(start)
+			b.ResetTimer()
+			elapsed := callConcurrently(b, g.Server.Engine, ids)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
@@ -216,10 +191,17 @@ func BenchmarkThroughputSDK(b *testing.B) {
 		}
 		ids[i] = c.SessionID()
 	}
-	eng := g.Server.Engine
-	args := json.RawMessage(`{"text":"ping"}`)
-	next := make(chan struct{}, clients)
 	b.ResetTimer()
+	elapsed := callConcurrently(b, g.Server.Engine, ids)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+}
+
+// callConcurrently makes b.N calls of the echo tool, with one in-process
+// caller per session calling its own session's client, and returns how
+// long they took.
+func callConcurrently(b *testing.B, eng *server.Engine, sessionIDs []string) time.Duration {
+	args := json.RawMessage(`{"text":"ping"}`)
+	next := make(chan struct{}, len(sessionIDs))
 	start := time.Now()
 	go func() {
 		for range b.N {
@@ -228,7 +210,7 @@ func BenchmarkThroughputSDK(b *testing.B) {
 		close(next)
 	}()
 	var wg sync.WaitGroup
-	for _, sid := range ids {
+	for _, sid := range sessionIDs {
 		wg.Go(func() {
 			ctx := context.Background()
 			for range next {
@@ -245,5 +227,5 @@ func BenchmarkThroughputSDK(b *testing.B) {
 		})
 	}
 	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+	return time.Since(start)
 }
