@@ -68,6 +68,10 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 		e.mu.Unlock()
 		return nil, false, e.missingSession(ctx, req.SessionID)
 	}
+	if s.closing != "" {
+		e.mu.Unlock()
+		return nil, false, toolgate.Errorf(toolgate.ENotFound, "session %s has %s", req.SessionID, closedWord(s.closing))
+	}
 	tool := s.tools[req.Tool]
 	reachable := s.reachable(now, e.cfg)
 	autoApprove := s.row.AutoApprove
@@ -95,11 +99,53 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	if err != nil || !created {
 		return callOf(row), false, err
 	}
-	if row.Status == string(toolgate.StatusPending) {
-		e.wakeSession(req.SessionID)
+	if reason := e.wakeUnlessClosing(req.SessionID, row.Status == string(toolgate.StatusPending)); reason != "" {
+		return e.endIfSessionGone(ctx, row, reason)
 	}
 	e.log.Debug("call "+row.Status, "call", row.ID, "session", req.SessionID, "tool", req.Tool, "deadline", row.DeadlineTime())
 	return row.Call(), true, nil
+}
+
+// wakeUnlessClosing wakes the session's streams and polls for a call just
+// stored (when wake), unless the session is closing or closed: then it
+// returns the reason ("closed" or "expired").
+func (e *Engine) wakeUnlessClosing(sid string, wake bool) (reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sessions[sid]
+	switch {
+	case s == nil:
+		return "closed"
+	case s.closing != "":
+		return s.closing
+	case wake:
+		s.wakeLocked()
+	}
+	return ""
+}
+
+// endIfSessionGone ends, cancelled, a call whose session began closing
+// between the dispatch's check and the call's commit. The close cancels
+// every call stored before its own write; one stored after it would
+// otherwise wait, never sent, until its deadline, and the caller with it.
+// Whichever of the two ends the call first, the other changes nothing.
+func (e *Engine) endIfSessionGone(ctx context.Context, row *store.CallRow, reason string) (*toolgate.Call, bool, error) {
+	message := "the session was closed"
+	if reason == "expired" {
+		message = "the session expired"
+	}
+	call, err := e.endOpenCall(ctx, row.ID, store.Outcome{
+		Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message,
+	}, toolgate.CancelSessionClosed)
+	var te *toolgate.Error
+	if errors.As(err, &te) && te.Code == toolgate.ECallClosed {
+		call, err = e.GetCall(ctx, row.ID) // the close ended it first
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	e.log.Debug("call cancelled: its session closed as it was stored", "call", row.ID, "session", row.SessionID.String)
+	return call, true, nil
 }
 
 // callOf is the record of a stored call, nil for none.

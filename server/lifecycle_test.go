@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/agentloop"
 )
 
 // fakeClock is a wall clock that a test can move forward.
@@ -79,6 +82,47 @@ func TestSessionClose(t *testing.T) {
 	status, body = g.do("POST", "/v1/calls", testAgentKey, map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "x"}})
 	if status != 404 {
 		t.Fatalf("call on closed session: %d %s", status, body)
+	}
+}
+
+// TestCallRacingSessionClose: a call that passed its checks while its
+// session was open but is stored after the close was written (too late for
+// the close to cancel it) is cancelled at once rather than left waiting,
+// never sent, until its deadline; a call made while the close is being
+// written is refused.
+func TestCallRacingSessionClose(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("racing")
+	g.register(s, echoTool)
+	eng := g.Server.Engine
+	var once sync.Once
+	eng.Hooks().OnBeforeCall(func(ctx context.Context, c agentloop.CallCheck) error {
+		once.Do(func() {
+			// Runs after the session check and before the call is stored.
+			if err := eng.CloseSession(ctx, s.ID); err != nil {
+				t.Error(err)
+			}
+		})
+		return nil
+	})
+	start := time.Now()
+	status, body := g.do("POST", "/v1/calls", testAgentKey, map[string]any{
+		"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "x"}, "timeout_ms": 60000})
+	if status != 200 {
+		t.Fatalf("racing call: %d %s", status, body)
+	}
+	var rec callRecord
+	if err := json.Unmarshal(body, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != "cancelled" || rec.Error == nil || rec.Error.Code != "CANCELLED" || !strings.Contains(rec.Error.Message, "closed") {
+		t.Fatalf("racing call = %s", body)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("the racing call took %s", waited)
+	}
+	if got := g.waitCall(rec.ID); got.Status != "cancelled" {
+		t.Fatalf("stored record = %+v", got)
 	}
 }
 

@@ -26,6 +26,11 @@ type sessionState struct {
 
 	listeners map[*listener]struct{}
 	done      chan struct{} // closed when the session closes
+	// closing is set, before the close is written, to the reason a close
+	// in progress gives ("closed" or "expired"): no call is taken for the
+	// session from then on, and a call stored too late for the close to
+	// cancel it is cancelled by its own dispatch (see endIfSessionGone).
+	closing string
 }
 
 func newSessionState(row store.SessionRow, now time.Time) *sessionState {
@@ -240,6 +245,16 @@ func (e *Engine) CloseSession(ctx context.Context, sid string) error {
 	return e.closeSession(ctx, sid, "closed")
 }
 
+// setClosing marks an open session as being closed for reason, or
+// unmarks it ("").
+func (e *Engine) setClosing(sid, reason string) {
+	e.mu.Lock()
+	if s := e.sessions[sid]; s != nil {
+		s.closing = reason
+	}
+	e.mu.Unlock()
+}
+
 // closeSession closes a session for a reason ("closed" or "expired").
 func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 	now := e.now()
@@ -249,6 +264,7 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 	}
 	var ended []string
 	var found bool
+	e.setClosing(sid, reason)
 	err := e.st.Write(ctx, func(tx *store.Tx) error {
 		ok, err := tx.CloseSession(sid, reason, now)
 		if err != nil || !ok {
@@ -259,6 +275,7 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 		return err
 	})
 	if err != nil {
+		e.setClosing(sid, "") // not closed after all
 		return err
 	}
 	if !found {
