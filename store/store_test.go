@@ -16,7 +16,7 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-func openStore(t *testing.T) (*store.Store, string) {
+func openStore(t testing.TB) (*store.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "toolgate.db")
 	st, err := store.Open(path)
@@ -27,7 +27,7 @@ func openStore(t *testing.T) (*store.Store, string) {
 	return st, path
 }
 
-func insertSession(t *testing.T, st *store.Store, id string) {
+func insertSession(t testing.TB, st *store.Store, id string) {
 	t.Helper()
 	now := time.Now()
 	err := st.Write(context.Background(), func(tx *store.Tx) error {
