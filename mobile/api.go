@@ -33,7 +33,21 @@ type gatewayAPI struct {
 const idleConnsPerClient = 16
 
 func newGatewayAPI(baseURL string) *gatewayAPI {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	var t *http.Transport
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = d.Clone() // the app's proxy and TLS settings, as they are now
+	} else {
+		// The app replaced the default with a wrapper of its own; start
+		// from net/http's defaults.
+		t = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
 	t.MaxIdleConnsPerHost = idleConnsPerClient
 	return &gatewayAPI{
 		baseURL:   strings.TrimRight(baseURL, "/"),

@@ -340,6 +340,7 @@ func (c *Client) Close() {
 	done, stopRecv, stop, exec, out, outboxDone := c.done, c.stopRecv, c.stop, c.exec, c.outbox, c.outboxDone
 	c.mu.Unlock()
 	if done == nil {
+		c.api.closeIdle() // a Connect that failed part-way may have left some
 		return
 	}
 	// First no new calls, so none is taken and then dropped.
@@ -377,6 +378,7 @@ func (c *Client) EndSession() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	err := c.api.closeSession(ctx, sess)
+	c.api.closeIdle()
 	c.mu.Lock()
 	store := c.store
 	c.haveSession, c.sess = false, sessionCredentials{}

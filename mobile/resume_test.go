@@ -109,7 +109,7 @@ func expectLine(t *testing.T, lines <-chan string, prefix string) string {
 // that it answers the call left open.
 func answerAfterRestart(t *testing.T, g *gatewaytest.Gateway, statePath, sessionID, callID string) {
 	t.Helper()
-	// The gateway records a delivery within a few milliseconds of sending it.
+	// The gateway records a delivery within 100 ms of sending it (or with the answer).
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		open := getCall(t, g, callID, 0)
 		if open.Status == toolgate.StatusDelivered {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -113,3 +114,25 @@ func jsonEqual(raw []byte, want string) bool {
 func TestCallsAnsweredOverSSE(t *testing.T) { testCallsAnswered(t, mobile.TransportSSE) }
 
 func TestCallsAnsweredOverLongPoll(t *testing.T) { testCallsAnswered(t, mobile.TransportPoll) }
+
+// wrappedTransport stands for an app's own wrapper around the default
+// transport (tracing, a proxy shim).
+type wrappedTransport struct{ http.RoundTripper }
+
+// TestWrappedDefaultTransport: an app that replaced http.DefaultTransport
+// with a wrapper can still make a client, and it answers calls.
+func TestWrappedDefaultTransport(t *testing.T) {
+	g := gatewaytest.Start(t)
+	saved := http.DefaultTransport
+	http.DefaultTransport = wrappedTransport{saved}
+	defer func() { http.DefaultTransport = saved }()
+	client, states := newTestClient(t, g, mobile.TransportSSE)
+	registerGreeterTools(t, client)
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	states.waitFor(t, "connected sse", 10*time.Second)
+	if call := callTool(t, g, client.SessionID(), "greet", `{"name":"Ada"}`); call.Status != toolgate.StatusCompleted {
+		t.Fatalf("greet: %s %+v", call.Status, call.Error)
+	}
+}

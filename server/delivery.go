@@ -166,7 +166,7 @@ func (e *Engine) CheckCursor(ctx context.Context, sid string, cursor int64) erro
 
 // Delivered records that the events were written to the session's client:
 // each requested call moves from pending to delivered and counts an
-// attempt — within a few milliseconds, or with the client's answer when
+// attempt — within 100 ms (markDelay), or with the client's answer when
 // that comes first (see marks.go).
 func (e *Engine) Delivered(sid string, events []toolgate.Event) {
 	var ids []string
