@@ -68,9 +68,9 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 		e.mu.Unlock()
 		return nil, false, e.missingSession(ctx, req.SessionID)
 	}
-	if s.closing != "" {
+	if s.closing > 0 {
 		e.mu.Unlock()
-		return nil, false, toolgate.Errorf(toolgate.ENotFound, "session %s has %s", req.SessionID, closedWord(s.closing))
+		return nil, false, toolgate.Errorf(toolgate.ENotFound, "session %s is being closed", req.SessionID)
 	}
 	tool := s.tools[req.Tool]
 	reachable := s.reachable(now, e.cfg)
@@ -99,53 +99,75 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	if err != nil || !created {
 		return callOf(row), false, err
 	}
-	if reason := e.wakeUnlessClosing(req.SessionID, row.Status == string(toolgate.StatusPending)); reason != "" {
-		return e.endIfSessionGone(ctx, row, reason)
+	if !e.wakeUnlessClosing(req.SessionID, row.Status == string(toolgate.StatusPending)) {
+		return e.endIfSessionClosed(ctx, row)
 	}
 	e.log.Debug("call "+row.Status, "call", row.ID, "session", req.SessionID, "tool", req.Tool, "deadline", row.DeadlineTime())
 	return row.Call(), true, nil
 }
 
 // wakeUnlessClosing wakes the session's streams and polls for a call just
-// stored (when wake), unless the session is closing or closed: then it
-// returns the reason ("closed" or "expired").
-func (e *Engine) wakeUnlessClosing(sid string, wake bool) (reason string) {
+// stored (when wake) and reports true, unless the session is being closed
+// or is gone.
+func (e *Engine) wakeUnlessClosing(sid string, wake bool) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.sessions[sid]
-	switch {
-	case s == nil:
-		return "closed"
-	case s.closing != "":
-		return s.closing
-	case wake:
+	if s == nil || s.closing > 0 {
+		return false
+	}
+	if wake {
 		s.wakeLocked()
 	}
-	return ""
+	return true
 }
 
-// endIfSessionGone ends, cancelled, a call whose session began closing
-// between the dispatch's check and the call's commit. The close cancels
-// every call stored before its own write; one stored after it would
-// otherwise wait, never sent, until its deadline, and the caller with it.
-// Whichever of the two ends the call first, the other changes nothing.
-func (e *Engine) endIfSessionGone(ctx context.Context, row *store.CallRow, reason string) (*toolgate.Call, bool, error) {
-	message := "the session was closed"
-	if reason == "expired" {
-		message = "the session expired"
-	}
-	call, err := e.endOpenCall(ctx, row.ID, store.Outcome{
-		Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message,
-	}, toolgate.CancelSessionClosed)
-	var te *toolgate.Error
-	if errors.As(err, &te) && te.Code == toolgate.ECallClosed {
-		call, err = e.GetCall(ctx, row.ID) // the close ended it first
-	}
+// endIfSessionClosed settles a call stored while its session was being
+// closed. The close cancels every call committed before its own write; a
+// call committed after it would wait, never sent, until its deadline, and
+// its caller with it. So, in one write that reads the session first: when
+// the close is written, the call ends cancelled (unless the close already
+// ended it); when it is not (still to come, and then it cancels the call
+// itself, or failed, and the session stays open), the call stays as it is.
+func (e *Engine) endIfSessionClosed(ctx context.Context, row *store.CallRow) (*toolgate.Call, bool, error) {
+	sid := row.SessionID.String
+	now := e.now()
+	var ended bool
+	// Not cut short by the caller going away: the call is stored either way.
+	err := e.st.Write(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		ended = false
+		sess, err := tx.GetSession(sid)
+		if err != nil || sess == nil || !sess.Closed() {
+			return err
+		}
+		message := "the session was closed"
+		if sess.CloseReason == "expired" {
+			message = "the session expired"
+		}
+		ok, err := tx.FinishCall(row.ID, store.Outcome{
+			Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message,
+		}, now)
+		if err != nil || !ok {
+			return err
+		}
+		ended = true
+		if row.Status == string(toolgate.StatusAwaitingApproval) {
+			return nil // its client was never sent it
+		}
+		_, err = tx.AppendEvent(sid, toolgate.EventCallCancelled, row.ID, cancelledEvent(row.ID, toolgate.CancelSessionClosed), now)
+		return err
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	e.log.Debug("call cancelled: its session closed as it was stored", "call", row.ID, "session", row.SessionID.String)
-	return call, true, nil
+	if ended {
+		e.callEnded(row.ID, toolgate.StatusCancelled, time.Time{})
+		e.log.Debug("call cancelled: its session closed as it was stored", "call", row.ID, "session", sid)
+	} else if row.Status == string(toolgate.StatusPending) {
+		e.wakeSession(sid) // the session may still be open
+	}
+	call, err := e.GetCall(ctx, row.ID)
+	return call, true, err
 }
 
 // callOf is the record of a stored call, nil for none.

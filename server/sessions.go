@@ -26,11 +26,11 @@ type sessionState struct {
 
 	listeners map[*listener]struct{}
 	done      chan struct{} // closed when the session closes
-	// closing is set, before the close is written, to the reason a close
-	// in progress gives ("closed" or "expired"): no call is taken for the
-	// session from then on, and a call stored too late for the close to
-	// cancel it is cancelled by its own dispatch (see endIfSessionGone).
-	closing string
+	// closing counts the closes in progress, each counted before it is
+	// written: no call is taken for the session meanwhile, and a call
+	// stored too late for the close to cancel it is cancelled by its own
+	// dispatch (see endIfSessionClosed).
+	closing int
 }
 
 func newSessionState(row store.SessionRow, now time.Time) *sessionState {
@@ -245,12 +245,12 @@ func (e *Engine) CloseSession(ctx context.Context, sid string) error {
 	return e.closeSession(ctx, sid, "closed")
 }
 
-// setClosing marks an open session as being closed for reason, or
-// unmarks it ("").
-func (e *Engine) setClosing(sid, reason string) {
+// countClosing counts a close of an open session in progress (+1) or one
+// that did not close it (-1).
+func (e *Engine) countClosing(sid string, delta int) {
 	e.mu.Lock()
 	if s := e.sessions[sid]; s != nil {
-		s.closing = reason
+		s.closing += delta
 	}
 	e.mu.Unlock()
 }
@@ -264,7 +264,7 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 	}
 	var ended []string
 	var found bool
-	e.setClosing(sid, reason)
+	e.countClosing(sid, +1)
 	err := e.st.Write(ctx, func(tx *store.Tx) error {
 		ok, err := tx.CloseSession(sid, reason, now)
 		if err != nil || !ok {
@@ -274,8 +274,10 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 		ended, err = e.cancelOpenCalls(tx, sid, toolgate.CancelSessionClosed, message, now)
 		return err
 	})
+	if err != nil || !found {
+		e.countClosing(sid, -1) // this close did not close it
+	}
 	if err != nil {
-		e.setClosing(sid, "") // not closed after all
 		return err
 	}
 	if !found {

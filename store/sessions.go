@@ -95,6 +95,20 @@ func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
 	return true, err
 }
 
+// GetSession reads one session inside the transaction; nil when there is
+// none with that id.
+func (tx *Tx) GetSession(id string) (*SessionRow, error) {
+	var r SessionRow
+	err := tx.get(&r, qGetSession, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // GetSession reads one session; nil when there is none with that id.
 func (s *Store) GetSession(ctx context.Context, id string) (*SessionRow, error) {
 	var r SessionRow

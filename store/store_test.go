@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/migrations"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -338,5 +340,66 @@ func TestRateLimitCountsMarkedCalls(t *testing.T) {
 	}
 	if !strings.Contains(detail, "calls_rate_limited") {
 		t.Errorf("the count does not use calls_rate_limited: %s", detail)
+	}
+}
+
+// TestUpgradeKeepsRateLimitCounts: a database made before migration 0004
+// (no rate_limited column) is upgraded with the last hour's calls to
+// limited tools, and to built-in tools, still counted; other calls are not.
+func TestUpgradeKeepsRateLimitCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	mustExec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`)
+	for _, name := range []string{"0001_init.sql", "0002_runs.sql", "0003_lighter_call_indexes.sql"} {
+		body, err := fs.ReadFile(migrations.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(string(body))
+		mustExec(`INSERT INTO schema_migrations (name, applied_at) VALUES (?, 0)`, name)
+	}
+	now := time.Now()
+	recent, old := now.Add(-time.Minute).UnixMilli(), now.Add(-2*time.Hour).UnixMilli()
+	mustExec(`INSERT INTO sessions (id, token_hash, created_at, last_seen_at) VALUES ('s', 'h', 0, 0)`)
+	mustExec(`INSERT INTO tools (session_id, name, description, parameters, rate_per_minute, registered_at)
+		VALUES ('s', 'limited', 'd', '{}', 2, 0), ('s', 'free', 'd', '{}', 0, 0)`)
+	insertOld := `INSERT INTO calls (id, session_id, tool, args, status, timeout_ms, created_at, deadline) VALUES (?, ?, ?, '{}', 'completed', 1000, ?, 0)`
+	mustExec(insertOld, "a", "s", "limited", recent)
+	mustExec(insertOld, "b", "s", "limited", old)
+	mustExec(insertOld, "c", "s", "free", recent)
+	mustExec(insertOld, "d", nil, "current_time", recent)
+	db.Close()
+
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = st.Write(context.Background(), func(tx *store.Tx) error {
+		for _, c := range []struct {
+			session, tool string
+			want          int
+		}{{"s", "limited", 1}, {"s", "free", 0}, {"", "current_time", 1}} {
+			got, err := tx.RecentCallTimes(c.session, c.tool, now.Add(-time.Hour))
+			if err != nil {
+				return err
+			}
+			if len(got) != c.want {
+				t.Errorf("%s after the upgrade: %d calls counted, want %d", c.tool, len(got), c.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
