@@ -183,10 +183,10 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 			return err
 		}
 		if row == nil || row.SessionID.String != sid {
-			return toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", p.ID)
+			return store.Refuse(toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", p.ID))
 		}
 		if toolgate.CallStatus(row.Status).Final() {
-			return toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status)
+			return store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status))
 		}
 		deadline = now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
 		if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {

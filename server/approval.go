@@ -59,18 +59,19 @@ func (e *Engine) checkAwaiting(tx *store.Tx, id string, by approver) (*store.Cal
 	if err != nil {
 		return nil, err
 	}
+	// Every refusal below comes before the caller writes anything.
 	if row == nil {
-		return nil, toolgate.Errorf(toolgate.ENotFound, "no call %s", id)
+		return nil, store.Refuse(toolgate.Errorf(toolgate.ENotFound, "no call %s", id))
 	}
 	if err := by.mayDecide(tx, row); err != nil {
-		return nil, err
+		return nil, store.Refuse(err)
 	}
 	status := toolgate.CallStatus(row.Status)
 	if status.Final() {
-		return nil, toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, status)
+		return nil, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, status))
 	}
 	if status != toolgate.StatusAwaitingApproval {
-		return nil, toolgate.Errorf(toolgate.EConflict, "call %s is not awaiting approval (it is %s)", id, status)
+		return nil, store.Refuse(toolgate.Errorf(toolgate.EConflict, "call %s is not awaiting approval (it is %s)", id, status))
 	}
 	return row, nil
 }

@@ -229,7 +229,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 				return err
 			}
 			if err := agentloop.CheckRateLimit(tool, spec.RateLimit, recent, now); err != nil {
-				return err
+				return store.Refuse(err)
 			}
 		}
 		if err := tx.InsertCall(&newRow); err != nil {
@@ -460,10 +460,10 @@ func (e *Engine) endOpenCall(ctx context.Context, id string, o store.Outcome, re
 			return err
 		}
 		if row == nil {
-			return toolgate.Errorf(toolgate.ENotFound, "no call %s", id)
+			return store.Refuse(toolgate.Errorf(toolgate.ENotFound, "no call %s", id))
 		}
 		if toolgate.CallStatus(row.Status).Final() {
-			return toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, row.Status)
+			return store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, row.Status))
 		}
 		if _, err := tx.FinishCall(id, o, now); err != nil {
 			return err

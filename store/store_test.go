@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,5 +402,48 @@ func TestUpgradeKeepsRateLimitCounts(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRefusalsRunOnce: operations that refuse before writing (store.Refuse)
+// fail alone without their batch being rolled back and run again: every
+// operation runs exactly once, the others commit, and each refusal reaches
+// its caller unwrapped.
+func TestRefusalsRunOnce(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	errLimited := errors.New("limited")
+	const n = 300
+	var runs atomic.Int64
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = st.Write(ctx, func(tx *store.Tx) error {
+				runs.Add(1)
+				if i%3 == 0 {
+					return store.Refuse(errLimited)
+				}
+				return tx.PutSetting(fmt.Sprintf("k%d", i), "v")
+			})
+		})
+	}
+	wg.Wait()
+	if got := runs.Load(); got != n {
+		t.Errorf("operations ran %d times, want %d (no batch run twice)", got, n)
+	}
+	for i, err := range errs {
+		if i%3 == 0 {
+			if err != errLimited {
+				t.Errorf("op %d: %v, want the refusal itself", i, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("op %d: %v", i, err)
+		}
+		if _, ok, err := st.Setting(ctx, fmt.Sprintf("k%d", i)); !ok || err != nil {
+			t.Errorf("op %d not committed: %v", i, err)
+		}
 	}
 }

@@ -100,7 +100,9 @@ func (s *Store) runWriter() {
 // runs again with each operation inside a savepoint, so that the failing
 // one undoes only its own writes. (A savepoint for every operation up front
 // would cost two statements each and a copy of every page an operation
-// touches that an earlier one of the batch had already changed.)
+// touches that an earlier one of the batch had already changed.) An
+// operation that refused before writing (see Refuse) fails alone in either
+// pass, without a second one.
 func (s *Store) commitBatch(batch []*writeOp) {
 	s.transactions.Add(1)
 	s.operations.Add(int64(len(batch)))
@@ -133,7 +135,12 @@ func (s *Store) commitBatch(batch []*writeOp) {
 	}
 	failed := -1
 	for i, op := range batch {
-		if errs[i] = runOp(op, tx); errs[i] != nil {
+		errs[i] = runOp(op, tx)
+		if r, ok := errs[i].(refusal); ok {
+			errs[i] = r.err // nothing written: nothing to undo
+			continue
+		}
+		if errs[i] != nil {
 			failed = i
 			break
 		}
@@ -159,7 +166,11 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			continue
 		}
 		mark := tx.changes.len()
-		if errs[i] = runOp(op, tx); errs[i] != nil {
+		errs[i] = runOp(op, tx)
+		if r, ok := errs[i].(refusal); ok {
+			errs[i] = r.err
+		}
+		if errs[i] != nil {
 			tx.changes.truncate(mark)
 			if _, err := tx.exec(qRollbackTo); err != nil {
 				// The transaction is unusable; fail every operation.
@@ -194,6 +205,23 @@ func (s *Store) commit(tx *Tx) error {
 	s.finals.put(tx.changes.finals)
 	return nil
 }
+
+// Refuse marks err as an operation's refusal made before it wrote anything
+// (a rate limit reached, a call no longer open): its batch goes on without
+// being rolled back and run again. An error returned after a write must not
+// be marked, or that write would be committed.
+func Refuse(err error) error {
+	if err == nil {
+		return nil
+	}
+	return refusal{err}
+}
+
+// refusal is an error an operation returned before writing anything.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+func (r refusal) Unwrap() error { return r.err }
 
 // runOp runs one operation, turning a panic into an error so that one bad
 // operation cannot take the writer down.
