@@ -86,11 +86,9 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 	now := e.now()
 	// Deliveries not yet written are written by the answers' own statement.
 	marks := make([]deliveryMark, len(answers))
-	known := make([]*store.CallRow, len(answers))
 	for i := range answers {
 		if acks[i].Error == nil {
 			marks[i] = e.takeMark(acks[i].ID)
-			known[i] = e.openRow(acks[i].ID)
 		}
 	}
 	committed := false
@@ -110,7 +108,7 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 			}
 			ack.Status, ack.Duplicate = "", false
 			// The usual case in one statement: an open call of this session.
-			ended, err := tx.FinishAnswered(ack.ID, sid, outcomes[i], now, marks[i].first, marks[i].count, known[i])
+			ended, err := tx.FinishAnswered(ack.ID, sid, outcomes[i], now, marks[i].first, marks[i].count)
 			if err != nil {
 				return err
 			}

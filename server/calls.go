@@ -221,7 +221,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	// be delivered, answered and ended (callEnded forgets it) before this
 	// goroutine runs again, and marking it open then would leave a waiter
 	// waiting for an end that already happened.
-	e.callOpened(&newRow)
+	e.callOpened(newRow.ID)
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
 		if spec.RateLimit != nil {
 			recent, err := tx.RecentCallTimes(sessionID, tool, now.Add(-agentloop.RateLimitHorizon))
@@ -353,21 +353,11 @@ func (e *Engine) callWaiter(id string) (chan struct{}, bool) {
 	return w.ch, open
 }
 
-// callOpened records a call about to be stored as open by this process,
-// with a copy of the row as stored, which its answer completes.
-func (e *Engine) callOpened(row *store.CallRow) {
-	stored := *row
+// callOpened records a call about to be stored as open by this process.
+func (e *Engine) callOpened(id string) {
 	e.waitMu.Lock()
-	e.openCalls[row.ID] = &stored
+	e.openCalls[id] = struct{}{}
 	e.waitMu.Unlock()
-}
-
-// openRow returns the row an open call was stored with by this process;
-// nil when unknown (a call from before a restart, or one not open).
-func (e *Engine) openRow(id string) *store.CallRow {
-	e.waitMu.Lock()
-	defer e.waitMu.Unlock()
-	return e.openCalls[id]
 }
 
 // callNotStored forgets a call whose storing failed.

@@ -65,7 +65,7 @@ type Engine struct {
 	// openCalls are the calls known to be open: stored by this process or
 	// recovered at start, and not yet ended (callEnded removes them). A
 	// waiter on one of them need not read it before waiting.
-	openCalls map[string]*store.CallRow
+	openCalls map[string]struct{}
 
 	deadlines *deadlineQueue
 	marks     deliveryMarks // deliveries not yet written
@@ -101,7 +101,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		sessions:  map[string]*sessionState{},
 		byToken:   map[string]*sessionState{},
 		waiters:   map[string]*callWaiters{},
-		openCalls: map[string]*store.CallRow{},
+		openCalls: map[string]struct{}{},
 		stop:      make(chan struct{}),
 		hooks:     &agentloop.Hooks{},
 
@@ -133,7 +133,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	}
 	for _, c := range open {
 		e.deadlines.schedule(c.ID, c.DeadlineTime())
-		e.openCalls[c.ID] = nil // its stored form is not read now
+		e.openCalls[c.ID] = struct{}{}
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()

@@ -111,11 +111,10 @@ var (
 	qFinishAnswered = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING ` + callColumns)
-	// The same, returning only what may have changed since the call was
-	// stored, for when the stored row is known.
+	// The same without reading the row back, for a call whose row is known.
 	qFinishAnsweredKnown = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
-		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING delivered_at, attempts, progress, deadline`)
+		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered')`)
 	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ? WHERE id = ? AND status IN ('pending', 'delivered')`)
 	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
@@ -134,6 +133,10 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 	_, err := tx.exec(qInsertCall, r.ID, r.SessionID, r.Tool, r.Args, r.Status, r.Output, r.ErrorCode, r.ErrorMessage,
 		r.ErrorDetails, r.Progress, r.TimeoutMS, r.CreatedAt, r.DeliveredAt, r.CompletedAt, r.Deadline, r.Attempts,
 		r.IdempotencyKey, r.RunID, rateLimited)
+	if err == nil {
+		stored := *r
+		tx.changes.rows = append(tx.changes.rows, rowChange{r.ID, &stored})
+	}
 	return err
 }
 
@@ -191,6 +194,7 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 	n, _ := res.RowsAffected()
 	if n > 0 {
 		tx.changes.ended = append(tx.changes.ended, id)
+		tx.dropRow(id)
 	}
 	return n > 0, nil
 }
@@ -199,34 +203,44 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 // answered with the client's outcome, in one statement, and returns the
 // ended record; nil, and no change, when there is no such call (then the
 // caller reads the call to say why). Deliveries not yet recorded (first,
-// count) are recorded with it: an answered call was delivered. known, when
-// not nil, is the call's row as it was stored (status, delivery, progress
-// and deadline may have changed since; nothing else does): then only those
-// are read back, and the record is composed from it.
-func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, count int, known *CallRow) (*CallRow, error) {
+// count) are recorded with it: an answered call was delivered. The record
+// is composed from the call's open row when this process stored the call,
+// and read back otherwise.
+func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, count int) (*CallRow, error) {
 	if count == 0 || first.IsZero() {
 		first, count = now, 0
 	}
 	output, code, message, details := o.columns()
+	args := []any{string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid}
 	var r CallRow
-	var err error
-	if known != nil && known.ID == id {
+	if known := tx.openRow(id); known != nil {
+		res, err := tx.exec(qFinishAnsweredKnown, args...)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil, nil
+		}
+		// What the statement did, done to the known row.
 		r = *known
 		r.Status = string(o.Status)
 		r.Output, r.ErrorCode, r.ErrorMessage, r.ErrorDetails = textColumn(output), textColumn(code), textColumn(message), textColumn(details)
 		r.CompletedAt = sql.NullInt64{Int64: ms(now), Valid: true}
-		err = tx.queryRow(qFinishAnsweredKnown, string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid).
-			Scan(&r.DeliveredAt, &r.Attempts, &r.Progress, &r.Deadline)
+		if !r.DeliveredAt.Valid {
+			r.DeliveredAt = sql.NullInt64{Int64: ms(first), Valid: true}
+		}
+		r.Attempts += count
 	} else {
-		err = tx.get(&r, qFinishAnswered, string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
+		err := tx.get(&r, qFinishAnswered, args...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	tx.changes.ended = append(tx.changes.ended, id)
+	tx.dropRow(id)
 	return &r, nil
 }
 
@@ -238,6 +252,9 @@ func (tx *Tx) SetCallStatus(id string, status toolgate.CallStatus, deadline time
 		return false, err
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		tx.changeRow(id, func(r *CallRow) { r.Status, r.Deadline = string(status), ms(deadline) })
+	}
 	return n > 0, nil
 }
 
@@ -255,8 +272,22 @@ func (tx *Tx) MarkDelivered(ids []string, now time.Time) error {
 // MarkDeliveredTimes records that a call was written to a client count
 // times, the first at first.
 func (tx *Tx) MarkDeliveredTimes(id string, first time.Time, count int) error {
-	_, err := tx.exec(qMarkDelivered, ms(first), count, id)
-	return err
+	res, err := tx.exec(qMarkDelivered, ms(first), count, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		tx.changeRow(id, func(r *CallRow) {
+			if r.Status == string(toolgate.StatusPending) {
+				r.Status = string(toolgate.StatusDelivered)
+			}
+			if !r.DeliveredAt.Valid {
+				r.DeliveredAt = sql.NullInt64{Int64: ms(first), Valid: true}
+			}
+			r.Attempts += count
+		})
+	}
+	return nil
 }
 
 // SetProgress stores a call's latest progress and its new deadline; false
@@ -267,6 +298,12 @@ func (tx *Tx) SetProgress(id string, progress []byte, deadline time.Time) (bool,
 		return false, err
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		tx.changeRow(id, func(r *CallRow) {
+			r.Progress = sql.NullString{String: string(progress), Valid: true}
+			r.Deadline = ms(deadline)
+		})
+	}
 	return n > 0, nil
 }
 

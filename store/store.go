@@ -50,6 +50,9 @@ type Store struct {
 
 	tail   *eventTail    // recent events in memory
 	finals *recentFinals // records of calls that just ended
+	// openRows are the rows of open calls this process stored; the writer
+	// goroutine's alone.
+	openRows openRows
 
 	transactions atomic.Int64
 	operations   atomic.Int64
@@ -123,6 +126,7 @@ func Open(path string) (*Store, error) {
 		readPrep:  readPrep,
 		tail:      newEventTail(),
 		finals:    newRecentFinals(),
+		openRows:  openRows{},
 		ops:       make(chan *writeOp, 1024),
 		done:      make(chan struct{}),
 		Now:       time.Now,

@@ -213,52 +213,61 @@ func TestEventsAfterSkipsEndedRequests(t *testing.T) {
 }
 
 // TestRememberedFinalMatchesTable: the in-memory record of a call that just
-// ended is the record the table holds.
+// ended is the record the table holds — composed from the open row for a
+// call this process stored (after deliveries, progress and an approval, in
+// the same transaction or in earlier ones), read back for a call stored
+// before a restart.
 func TestRememberedFinalMatchesTable(t *testing.T) {
-	st, path := openStore(t)
+	path := filepath.Join(t.TempDir(), "toolgate.db")
 	ctx := context.Background()
-	insertSession(t, st, "s")
 	now := time.Now()
 	outcomes := map[string]store.Outcome{
 		"ok":   {Status: toolgate.StatusCompleted, Output: []byte(`{"a":1}`)},
 		"fail": {Status: toolgate.StatusFailed, ErrorCode: "AUTH_REQUIRED", ErrorMessage: "log in", ErrorDetails: []byte(`{"resolution_hint":"x"}`)},
 		"null": {Status: toolgate.StatusCompleted, Output: []byte(`null`)},
 	}
-	// Each answered once with the stored row known (composed in memory) and
-	// once without (read back whole).
-	for id, o := range outcomes {
-		outcomes[id+"-known"] = o
-	}
-	for id, o := range outcomes {
-		err := st.Write(ctx, func(tx *store.Tx) error {
-			row := store.NewCallRow(id, "s", "echo", []byte(`{"q":"x"}`), toolgate.StatusPending, time.Minute, now)
-			row.SetRunID("run-1")
-			if err := tx.InsertCall(&row); err != nil {
-				return err
-			}
-			if err := tx.MarkDelivered([]string{id}, now); err != nil {
-				return err
-			}
-			if _, err := tx.SetProgress(id, []byte(`{"pct":50}`), now.Add(2*time.Minute)); err != nil {
-				return err
-			}
-			var known *store.CallRow
-			if strings.HasSuffix(id, "-known") {
-				known = &row
-			}
-			ended, err := tx.FinishAnswered(id, "s", o, now.Add(time.Second), now.Add(time.Millisecond), 2, known)
-			if err != nil || ended == nil {
-				return fmt.Errorf("finish %s: %v %v", id, ended, err)
-			}
-			tx.RememberFinal(*ended)
-			return nil
-		})
-		if err != nil {
+	write := func(st *store.Store, fn func(tx *store.Tx) error) {
+		t.Helper()
+		if err := st.Write(ctx, fn); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// prepare stores a call and changes it as a client and an operator would.
+	prepare := func(tx *store.Tx, id string, approval bool) error {
+		status := toolgate.StatusPending
+		if approval {
+			status = toolgate.StatusAwaitingApproval
+		}
+		row := store.NewCallRow(id, "s", "echo", []byte(`{"q":"x"}`), status, time.Minute, now)
+		row.SetRunID("run-1")
+		if err := tx.InsertCall(&row); err != nil {
+			return err
+		}
+		if approval {
+			if _, err := tx.SetCallStatus(id, toolgate.StatusPending, now.Add(3*time.Minute)); err != nil {
+				return err
+			}
+		}
+		if err := tx.MarkDelivered([]string{id}, now); err != nil {
+			return err
+		}
+		_, err := tx.SetProgress(id, []byte(`{"pct":50}`), now.Add(2*time.Minute))
+		return err
+	}
+	answer := func(tx *store.Tx, id string, o store.Outcome) error {
+		ended, err := tx.FinishAnswered(id, "s", o, now.Add(time.Second), now.Add(time.Millisecond), 2)
+		if err != nil || ended == nil {
+			return fmt.Errorf("finish %s: %v %v", id, ended, err)
+		}
+		tx.RememberFinal(*ended)
+		// Answered again: no longer open, whichever way the row is known.
+		if again, err := tx.FinishAnswered(id, "s", o, now, now, 1); err != nil || again != nil {
+			return fmt.Errorf("second answer to %s: %v %v", id, again, err)
+		}
+		return nil
+	}
 	memory := map[string]string{}
-	for id := range outcomes {
+	remember := func(st *store.Store, id string) {
 		r, err := st.GetCall(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -266,21 +275,55 @@ func TestRememberedFinalMatchesTable(t *testing.T) {
 		b, _ := json.Marshal(r.Call())
 		memory[id] = string(b)
 	}
+
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSession(t, st, "s")
+	for id, o := range outcomes {
+		// Composed: everything in one transaction, ...
+		write(st, func(tx *store.Tx) error {
+			if err := prepare(tx, id+"-one-tx", false); err != nil {
+				return err
+			}
+			return answer(tx, id+"-one-tx", o)
+		})
+		// ... or in transactions of their own, with an approval.
+		write(st, func(tx *store.Tx) error { return prepare(tx, id+"-approved", true) })
+		write(st, func(tx *store.Tx) error { return answer(tx, id+"-approved", o) })
+		// Read back: stored by a process that stopped.
+		write(st, func(tx *store.Tx) error { return prepare(tx, id+"-restarted", false) })
+		remember(st, id+"-one-tx")
+		remember(st, id+"-approved")
+	}
+	st.Close()
+	st, err = store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, o := range outcomes {
+		write(st, func(tx *store.Tx) error { return answer(tx, id+"-restarted", o) })
+		remember(st, id+"-restarted")
+	}
 	st.Close()
 	reopened, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reopened.Close()
-	for id := range outcomes {
+	for id, mem := range memory {
 		r, err := reopened.GetCall(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(r.Call())
-		if table := string(b); table != memory[id] {
-			t.Errorf("%s:\nmemory %s\ntable  %s", id, memory[id], table)
+		if table := string(b); table != mem {
+			t.Errorf("%s:\nmemory %s\ntable  %s", id, mem, table)
 		}
+	}
+	if len(memory) != 3*len(outcomes) {
+		t.Fatalf("%d records compared", len(memory))
 	}
 }
 

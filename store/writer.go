@@ -23,6 +23,7 @@ const maxBatch = 256
 type Tx struct {
 	*sqlx.Tx
 	prep    *prepared
+	rows    openRows    // the open calls' rows as committed
 	changes tailChanges // what the event tail learns once this commits
 }
 
@@ -192,17 +193,18 @@ func (s *Store) begin() (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{Tx: sqlTx, prep: s.writePrep}, nil
+	return &Tx{Tx: sqlTx, prep: s.writePrep, rows: s.openRows}, nil
 }
 
-// commit commits tx and, only once committed, tells the event tail and
-// the recent finals what it changed.
+// commit commits tx and, only once committed, tells the event tail, the
+// recent finals and the open rows what it changed.
 func (s *Store) commit(tx *Tx) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
 	s.tail.apply(&tx.changes, s.Now())
 	s.finals.put(tx.changes.finals)
+	s.openRows.apply(tx.changes.rows)
 	return nil
 }
 
