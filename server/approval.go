@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -64,7 +65,11 @@ func (e *Engine) checkAwaiting(tx *store.Tx, id string, by approver) (*store.Cal
 		return nil, store.Refuse(toolgate.Errorf(toolgate.ENotFound, "no call %s", id))
 	}
 	if err := by.mayDecide(tx, row); err != nil {
-		return nil, store.Refuse(err)
+		var te *toolgate.Error
+		if errors.As(err, &te) {
+			return nil, store.Refuse(err) // the decision, not a failed read
+		}
+		return nil, err
 	}
 	status := toolgate.CallStatus(row.Status)
 	if status.Final() {

@@ -135,7 +135,7 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 		r.IdempotencyKey, r.RunID, rateLimited)
 	if err == nil {
 		stored := *r
-		tx.changes.rows = append(tx.changes.rows, rowChange{r.ID, &stored})
+		tx.changes.rows.add(rowChange{r.ID, &stored})
 	}
 	return err
 }

@@ -27,13 +27,48 @@ func (o openRows) apply(changes []rowChange) {
 	}
 }
 
+// rowChanges are a transaction's changes of open rows, in order, with the
+// place of each call's latest (one operation may change thousands of rows,
+// as a flush of delivery marks does, so they are not searched one by one).
+type rowChanges struct {
+	list   []rowChange
+	latest map[string]int
+}
+
+func (c *rowChanges) add(change rowChange) {
+	if c.latest == nil {
+		c.latest = map[string]int{}
+	}
+	c.latest[change.id] = len(c.list)
+	c.list = append(c.list, change)
+}
+
+// get returns a call's latest change; ok is false when there is none.
+func (c *rowChanges) get(id string) (row *CallRow, ok bool) {
+	i, ok := c.latest[id]
+	if !ok {
+		return nil, false
+	}
+	return c.list[i].row, true
+}
+
+// truncate keeps the first n changes (a savepoint rolled back the rest).
+func (c *rowChanges) truncate(n int) {
+	if n == len(c.list) {
+		return
+	}
+	c.list = c.list[:n]
+	clear(c.latest)
+	for i, change := range c.list {
+		c.latest[change.id] = i
+	}
+}
+
 // openRow returns an open call's row as this transaction sees it; nil when
 // this process did not store the call or it has ended.
 func (tx *Tx) openRow(id string) *CallRow {
-	for i := len(tx.changes.rows) - 1; i >= 0; i-- {
-		if c := tx.changes.rows[i]; c.id == id {
-			return c.row
-		}
+	if row, ok := tx.changes.rows.get(id); ok {
+		return row
 	}
 	return tx.rows[id]
 }
@@ -43,13 +78,13 @@ func (tx *Tx) changeRow(id string, change func(r *CallRow)) {
 	if cur := tx.openRow(id); cur != nil {
 		r := *cur
 		change(&r)
-		tx.changes.rows = append(tx.changes.rows, rowChange{id, &r})
+		tx.changes.rows.add(rowChange{id, &r})
 	}
 }
 
 // dropRow records that a call ended.
 func (tx *Tx) dropRow(id string) {
 	if tx.openRow(id) != nil {
-		tx.changes.rows = append(tx.changes.rows, rowChange{id: id})
+		tx.changes.rows.add(rowChange{id: id})
 	}
 }

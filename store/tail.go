@@ -49,17 +49,17 @@ type tailChanges struct {
 	events   []tailEvent // events appended
 	ended    []string    // calls that reached a final status
 	finals   []CallRow   // their records, when the operation gave them
-	rows     []rowChange // open calls' rows changed (for openRows)
+	rows     rowChanges  // open calls' rows changed (for openRows)
 }
 
 func (c *tailChanges) len() [6]int {
-	return [6]int{len(c.sessions), len(c.closed), len(c.events), len(c.ended), len(c.finals), len(c.rows)}
+	return [6]int{len(c.sessions), len(c.closed), len(c.events), len(c.ended), len(c.finals), len(c.rows.list)}
 }
 
 // truncate forgets what an operation rolled back to its savepoint added.
 func (c *tailChanges) truncate(n [6]int) {
 	c.sessions, c.closed, c.events, c.ended, c.finals = c.sessions[:n[0]], c.closed[:n[1]], c.events[:n[2]], c.ended[:n[3]], c.finals[:n[4]]
-	c.rows = c.rows[:n[5]]
+	c.rows.truncate(n[5])
 }
 
 // apply records committed changes.

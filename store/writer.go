@@ -136,9 +136,11 @@ func (s *Store) commitBatch(batch []*writeOp) {
 	}
 	failed := -1
 	for i, op := range batch {
+		mark := tx.changes.len()
 		errs[i] = runOp(op, tx)
 		if r, ok := errs[i].(refusal); ok {
 			errs[i] = r.err // nothing written: nothing to undo
+			tx.changes.truncate(mark)
 			continue
 		}
 		if errs[i] != nil {
@@ -204,7 +206,7 @@ func (s *Store) commit(tx *Tx) error {
 	}
 	s.tail.apply(&tx.changes, s.Now())
 	s.finals.put(tx.changes.finals)
-	s.openRows.apply(tx.changes.rows)
+	s.openRows.apply(tx.changes.rows.list)
 	return nil
 }
 
