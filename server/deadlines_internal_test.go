@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -17,30 +16,13 @@ func TestSweepEndsOverdueCalls(t *testing.T) {
 	var mu sync.Mutex
 	offset := time.Duration(0)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(offset) }
-	cfg := DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DBPath = filepath.Join(t.TempDir(), "toolgate.db")
-	cfg.AgentKey = "k"
-	cfg.Now = now
-	cfg.SweepInterval = time.Hour // the test sweeps by hand
-	srv, err := New(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
-
+	srv, sid := serveWithTool(t, func(cfg *Config) {
+		cfg.Now = now
+		cfg.SweepInterval = time.Hour // the test sweeps by hand
+	}, "slow")
 	e := srv.Engine
-	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{{Name: "slow", Description: "never answers"}}}); err != nil {
-		t.Fatal(err)
-	}
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: s.SessionID, Tool: "slow", Args: json.RawMessage(`{}`), TimeoutMS: 1000}, "")
+	ctx := context.Background()
+	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow", Args: json.RawMessage(`{}`), TimeoutMS: 1000}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
