@@ -47,6 +47,9 @@ type Store struct {
 	checkpointer    *sqlx.DB // copies the WAL back, off the writer's path
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
+	// quietCheckpoints carries a checkpoint for the writer to run between
+	// two batches, when the WAL has grown long.
+	quietCheckpoints chan func()
 
 	tail   *eventTail    // recent events in memory
 	finals *recentFinals // records of calls that just ended
@@ -142,7 +145,8 @@ func Open(path string) (*Store, error) {
 	s.checkpointer = cp
 	s.stopCheckpoints = make(chan struct{})
 	s.checkpointsDone = make(chan struct{})
-	go runCheckpoints(cp, s.stopCheckpoints, s.checkpointsDone)
+	s.quietCheckpoints = make(chan func())
+	go s.runCheckpoints()
 	go s.runWriter()
 	return s, nil
 }

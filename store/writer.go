@@ -73,11 +73,23 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 }
 
 // runWriter is the single writer: it takes every operation already waiting
-// (up to maxBatch) and commits them together.
+// (up to maxBatch) and commits them together. Between batches it runs the
+// checkpoint handed to it when the WAL has grown long (checkpoint.go).
 func (s *Store) runWriter() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, maxBatch)
-	for op := range s.ops {
+	for {
+		var op *writeOp
+		select {
+		case quiet := <-s.quietCheckpoints:
+			quiet()
+			continue
+		case next, ok := <-s.ops:
+			if !ok {
+				return
+			}
+			op = next
+		}
 		batch = append(batch[:0], op)
 	drain:
 		for len(batch) < maxBatch {
