@@ -260,6 +260,10 @@ func streamHead(h http.Header) []byte {
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("Transfer-Encoding", "chunked")
+	// The connection is closed when the stream ends, even after a clean
+	// end; without this a client would keep it for its next request and
+	// find it reset.
+	h.Set("Connection", "close")
 	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	for name, values := range h {
 		for _, v := range values {

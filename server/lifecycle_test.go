@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -302,5 +303,23 @@ func TestStreamPresence(t *testing.T) {
 			t.Fatal("still online 5s after the stream closed")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStreamConnectionNotReused: a stream's connection is closed when the
+// stream ends, so its response says so, and a client never reuses it for
+// its next request (it would find it reset).
+func TestStreamConnectionNotReused(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("stream-conn")
+	req, _ := http.NewRequest("GET", g.URL+"/v1/sessions/"+s.ID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if !resp.Close || resp.Header.Get("Content-Type") != "text/event-stream; charset=utf-8" {
+		t.Fatalf("stream response: Close %v, headers %v", resp.Close, resp.Header)
 	}
 }
