@@ -31,25 +31,16 @@ type deliveryMark struct {
 
 // markDelivered notes deliveries and arms the flush.
 func (e *Engine) markDelivered(ids []string, now time.Time) {
-	m := &e.marks
-	m.mu.Lock()
-	if m.pending == nil {
-		m.pending = map[string]deliveryMark{}
-	}
-	for _, id := range ids {
-		d := m.pending[id]
-		if d.count == 0 {
-			d.first = now
+	e.noteMarks(func(pending map[string]deliveryMark) {
+		for _, id := range ids {
+			d := pending[id]
+			if d.count == 0 {
+				d.first = now
+			}
+			d.count++
+			pending[id] = d
 		}
-		d.count++
-		m.pending[id] = d
-	}
-	arm := !m.armed
-	m.armed = true
-	m.mu.Unlock()
-	if arm {
-		time.AfterFunc(markDelay, e.flushMarks)
-	}
+	})
 }
 
 // takeMark removes and returns a call's unrecorded deliveries, for the
@@ -68,12 +59,23 @@ func (e *Engine) restoreMark(id string, d deliveryMark) {
 	if d.count == 0 {
 		return
 	}
+	e.noteMarks(func(pending map[string]deliveryMark) {
+		if cur, ok := pending[id]; ok {
+			d.count += cur.count
+		}
+		pending[id] = d
+	})
+}
+
+// noteMarks changes the unrecorded deliveries (a flush may have taken the
+// map away: it starts a new one) and arms the flush.
+func (e *Engine) noteMarks(change func(pending map[string]deliveryMark)) {
 	m := &e.marks
 	m.mu.Lock()
-	if cur, ok := m.pending[id]; ok {
-		d.count += cur.count
+	if m.pending == nil {
+		m.pending = map[string]deliveryMark{}
 	}
-	m.pending[id] = d
+	change(m.pending)
 	arm := !m.armed
 	m.armed = true
 	m.mu.Unlock()
