@@ -2,35 +2,14 @@
 // Debian Chromium): tools with source and state, a call from the form with
 // its arguments checked against the schema, the history and its filters,
 // approvals and the chat's error message. Screenshots are kept as artifacts.
-import { test, before, after, beforeEach, afterEach } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway } from "../lib/gateway.mjs";
-import { launchBrowser, watchConsole, keepScreenshot } from "../lib/browser.mjs";
+import { pageFixture, keepScreenshot } from "../lib/browser.mjs";
 
 let gw;
-let browser;
-let context;
 let page;
 let consoleWatch;
-
-before(async () => {
-  gw = await startGateway();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await gw?.stop();
-});
-beforeEach(async () => {
-  context = await browser.newContext({ viewport: { width: 1360, height: 1000 } });
-  page = await context.newPage();
-  consoleWatch = watchConsole(page);
-});
-afterEach(async () => {
-  const problems = [...consoleWatch.problems];
-  await context.close();
-  assert.deepEqual(problems, [], "the page logged errors");
-});
+pageFixture({ viewport: { width: 1360, height: 1000 } }, (f) => ({ gw, page, consoleWatch } = f));
 
 async function openConsole() {
   await page.goto(`${gw.url}/#agent_key=${encodeURIComponent(gw.agentKey)}`);

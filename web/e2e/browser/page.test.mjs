@@ -2,36 +2,15 @@
 // registers its tools and answers calls, survives being closed and reopened
 // (and reloaded mid-call) in the same tab, and falls back to long-poll behind
 // a buffering nginx. Every test fails on a console error.
-import { test, before, after, beforeEach, afterEach } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway } from "../lib/gateway.mjs";
 import { startBufferingProxy } from "../lib/nginx.mjs";
-import { launchBrowser, watchConsole, keepScreenshot } from "../lib/browser.mjs";
+import { pageFixture, keepScreenshot } from "../lib/browser.mjs";
 
 let gw;
-let browser;
-let context;
 let page;
 let consoleWatch;
-
-before(async () => {
-  gw = await startGateway();
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await gw?.stop();
-});
-beforeEach(async () => {
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "en-US", timezoneId: "Europe/Paris" });
-  page = await context.newPage();
-  consoleWatch = watchConsole(page);
-});
-afterEach(async () => {
-  const problems = [...consoleWatch.problems];
-  await context.close();
-  assert.deepEqual(problems, [], "the page logged errors");
-});
+pageFixture({ viewport: { width: 1280, height: 900 }, locale: "en-US", timezoneId: "Europe/Paris" }, (f) => ({ gw, page, consoleWatch } = f));
 
 /** Opens the page and waits until its client is connected; returns its session id. */
 async function openPage(url, transport = "sse") {

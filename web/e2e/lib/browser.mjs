@@ -7,6 +7,9 @@ import { chromium } from "playwright-core";
 import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { before, after, beforeEach, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import { startGateway } from "./gateway.mjs";
 
 /** Where screenshots are kept: $TOOLGATE_ARTIFACTS or <repo>/test-artifacts. */
 export const artifactsDir = process.env.TOOLGATE_ARTIFACTS ?? resolve(dirname(fileURLToPath(import.meta.url)), "../../../test-artifacts");
@@ -65,4 +68,36 @@ export async function keepScreenshot(page, name) {
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+/**
+ * Registers the hooks every page test file shares: one gateway and one
+ * browser for the file, a fresh context and page per test whose console is
+ * watched, and a failure of the test when the page logged an error. set is
+ * called before each test with { gw, page, consoleWatch }.
+ */
+export function pageFixture(contextOptions, set) {
+  let gw;
+  let browser;
+  let context;
+  let consoleWatch;
+  before(async () => {
+    gw = await startGateway();
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await gw?.stop();
+  });
+  beforeEach(async () => {
+    context = await browser.newContext(contextOptions);
+    const page = await context.newPage();
+    consoleWatch = watchConsole(page);
+    set({ gw, page, consoleWatch });
+  });
+  afterEach(async () => {
+    const problems = [...consoleWatch.problems];
+    await context.close();
+    assert.deepEqual(problems, [], "the page logged errors");
+  });
 }
