@@ -1,29 +1,16 @@
 // The SDK against a real gateway process: registering tools, answering calls
 // over each transport, errors, progress and cancellation.
-import { test, before, after, afterEach } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ToolgateClient, ToolError } from "../../static/toolgate.js";
 import { startGateway } from "../lib/gateway.mjs";
+import { sdkFixture } from "../lib/sdk.mjs";
 import { recordEvents, until } from "../lib/wait.mjs";
 
 let gw;
-const clients = [];
-
-before(async () => {
-  gw = await startGateway();
+const newClient = sdkFixture({ client: { name: "sdk-test" } }, (g) => {
+  gw = g;
 });
-after(async () => {
-  await gw?.stop();
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
-
-function newClient(opts = {}) {
-  const client = new ToolgateClient({ baseUrl: gw.url, storage: null, client: { name: "sdk-test" }, ...opts });
-  clients.push(client);
-  return client;
-}
 
 const echo = {
   name: "echo",

@@ -2,32 +2,18 @@
 // storage, result posts retried until acknowledged, calls de-duplicated by id,
 // a lost session replaced, and the fall back from a held-back stream to
 // long-poll (through a real buffering nginx) and back to SSE.
-import { test, before, after, afterEach } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ToolgateClient, MemoryStorage } from "../../static/toolgate.js";
-import { startGateway } from "../lib/gateway.mjs";
+import { MemoryStorage } from "../../static/toolgate.js";
+import { sdkFixture } from "../lib/sdk.mjs";
 import { startBufferingProxy } from "../lib/nginx.mjs";
 import { faultyFetch } from "../lib/fetch-faults.mjs";
 import { nextEvent, recordEvents, until } from "../lib/wait.mjs";
 
 let gw;
-const clients = [];
-
-before(async () => {
-  gw = await startGateway();
+const newClient = sdkFixture({ reconnectBaseMs: 100, reconnectMaxMs: 1000 }, (g) => {
+  gw = g;
 });
-after(async () => {
-  await gw?.stop();
-});
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
-
-function newClient(opts = {}) {
-  const client = new ToolgateClient({ baseUrl: gw.url, storage: null, reconnectBaseMs: 100, reconnectMaxMs: 1000, ...opts });
-  clients.push(client);
-  return client;
-}
 
 function counter(name) {
   const tool = {
