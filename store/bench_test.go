@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,4 +60,78 @@ func BenchmarkCommitCall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWriterCalls is the store's ceiling for the gateway's rate: the
+// two writes of every call (its row with its tool_call_request event, then
+// its answer), from 64 goroutines at once, each its own session's caller,
+// with nothing else in the process — no HTTP, no streams, no clients. The
+// writer groups the operations as it does under load. The gateway cannot
+// complete calls faster than this on the same machine.
+func BenchmarkWriterCalls(b *testing.B) {
+	st, _ := openStore(b)
+	ctx := context.Background()
+	sessions := make([]string, 64)
+	for i := range sessions {
+		sessions[i] = uuid.Must(uuid.NewV7()).String()
+		insertSession(b, st, sessions[i])
+	}
+	output := []byte(`{"text":"ping"}`)
+	next := make(chan struct{}, len(sessions))
+	go func() {
+		for range b.N {
+			next <- struct{}{}
+		}
+		close(next)
+	}()
+	tx0 := st.Transactions()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, sid := range sessions {
+		wg.Go(func() {
+			for range next {
+				id := uuid.Must(uuid.NewV7()).String()
+				now := time.Now()
+				row := store.NewCallRow(id, sid, "echo", output, toolgate.StatusPending, time.Minute, now)
+				event := []byte(`{"type":"tool_call_request","id":"` + id + `","name":"echo","args":{"text":"ping"},"deadline":"2026-01-01T00:00:00.000Z","attempt":1}`)
+				err := st.Write(ctx, func(tx *store.Tx) error {
+					if err := tx.InsertCall(&row); err != nil {
+						return err
+					}
+					_, err := tx.AppendEvent(sid, toolgate.EventToolCallRequest, id, event, now)
+					return err
+				})
+				if err == nil {
+					err = st.Write(ctx, func(tx *store.Tx) error {
+						ended, err := tx.FinishAnswered(id, sid, store.Outcome{Status: toolgate.StatusCompleted, Output: output}, time.Now(), now, 1)
+						if err == nil && ended == nil {
+							err = fmt.Errorf("call %s not answered", id)
+						}
+						return err
+					})
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+	b.ReportMetric(float64(st.Transactions()-tx0)/float64(b.N), "db-tx/call")
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

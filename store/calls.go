@@ -78,8 +78,12 @@ func (r *CallRow) CreatedTime() time.Time { return fromMS(r.CreatedAt) }
 const callColumns = `id, session_id, tool, args, status, output, error_code, error_message, error_details, progress,
 	timeout_ms, created_at, delivered_at, completed_at, deadline, attempts, idempotency_key, run_id`
 
-// openStatuses is the SQL list of statuses in which a call has not ended.
-const openStatuses = `('awaiting_approval', 'pending', 'delivered')`
+// openCall is the SQL condition of a call that has not ended. It is
+// written exactly as the WHERE clause of the partial index calls_open
+// (migration 0005), which a query can use only when it says the same; and
+// as equalities, not "status IN (...)", which SQLite codes by building a
+// temporary B-tree of the values on every execution.
+const openCall = `(status = 'pending' OR status = 'delivered' OR status = 'awaiting_approval')`
 
 // NewCallRow builds the stored form of a new call.
 func NewCallRow(id, sessionID, tool string, args []byte, status toolgate.CallStatus, timeout time.Duration, now time.Time) CallRow {
@@ -107,7 +111,7 @@ var (
 	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `, rate_limited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	qGetCall        = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
 	qCallByIdemKey  = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
-	qFinishCall     = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND status IN ` + openStatuses)
+	qFinishCall     = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND ` + openCall)
 	qFinishAnswered = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING ` + callColumns)
@@ -115,12 +119,12 @@ var (
 	qFinishAnsweredKnown = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered')`)
-	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
+	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND ` + openCall)
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ? WHERE id = ? AND status IN ('pending', 'delivered')`)
-	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND status IN ` + openStatuses)
-	qOpenCallsOf   = query(`SELECT ` + callColumns + ` FROM calls WHERE session_id = ? AND status IN ` + openStatuses + ` ORDER BY id`)
-	qOpenDeadlines = query(`SELECT id, session_id, deadline FROM calls WHERE status IN ` + openStatuses + ` ORDER BY deadline`)
-	qOverdueCalls  = query(`SELECT id FROM calls WHERE status IN ` + openStatuses + ` AND deadline <= ? ORDER BY deadline LIMIT ?`)
+	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND ` + openCall)
+	qOpenCallsOf   = query(`SELECT ` + callColumns + ` FROM calls WHERE session_id = ? AND ` + openCall + ` ORDER BY id`)
+	qOpenDeadlines = query(`SELECT id, session_id, deadline FROM calls WHERE ` + openCall + ` ORDER BY deadline`)
+	qOverdueCalls  = query(`SELECT id FROM calls WHERE ` + openCall + ` AND deadline <= ? ORDER BY deadline LIMIT ?`)
 )
 
 // InsertCall stores a new call.

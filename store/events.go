@@ -23,7 +23,7 @@ var (
 		  AND c.status IN ('pending', 'delivered') AND c.deadline > ?
 		ORDER BY e.seq`)
 	qPruneEvents = query(`DELETE FROM events WHERE created_at < ? AND NOT (
-		type = 'tool_call_request' AND call_id IN (SELECT id FROM calls WHERE status IN ` + openStatuses + `))`)
+		type = 'tool_call_request' AND call_id IN (SELECT id FROM calls WHERE ` + openCall + `))`)
 )
 
 // AppendEvent adds an event to a session's log and returns its cursor.

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// explain returns the rows of EXPLAIN (or EXPLAIN QUERY PLAN, with plan)
+// for q on the writer's connection, its parameters bound to NULL, one line
+// per row.
+func explain(t *testing.T, s *Store, q string, plan bool) string {
+	t.Helper()
+	prefix := "EXPLAIN "
+	if plan {
+		prefix = "EXPLAIN QUERY PLAN "
+	}
+	rows, err := s.writer.Queryx(prefix+q, make([]any, strings.Count(q, "?"))...)
+	if err != nil {
+		t.Fatalf("%s%s: %v", prefix, q, err)
+	}
+	defer rows.Close()
+	var out strings.Builder
+	for rows.Next() {
+		cols, err := rows.SliceScan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&out, cols...)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// TestHotStatementsBuildNoTempTables: the statements every call runs on the
+// writer build no temporary B-tree when they execute. An "IN (a, b, c)" list
+// of more than two values — in the statement, or in the WHERE clause of a
+// partial index the statement has to maintain — is coded as one, built anew
+// on every execution (migration 0005 took it out of calls_open).
+func TestHotStatementsBuildNoTempTables(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "plan.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range []string{qInsertCall, qAppendEvent, qFinishAnsweredKnown, qMarkDelivered, qFinishCall, qSetCallStatus, qSetProgress} {
+		if program := explain(t, s, q, false); strings.Contains(program, "OpenEphemeral") {
+			t.Errorf("%s\nbuilds a temporary B-tree on every execution:\n%s", q, program)
+		}
+	}
+}
+
+// TestOpenCallQueriesUseCallsOpen: the queries over open calls find them
+// through the partial index calls_open, which SQLite uses only when the
+// query states the index's own condition (openCall) word for word.
+func TestOpenCallQueriesUseCallsOpen(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "plan.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range []string{qOpenDeadlines, qOverdueCalls} {
+		if plan := explain(t, s, q, true); !strings.Contains(plan, "USING INDEX calls_open") {
+			t.Errorf("%s\ndoes not use calls_open:\n%s", q, plan)
+		}
+	}
+}
