@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"log/slog"
+	"runtime"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -17,6 +18,16 @@ var (
 // maxBatch bounds how many operations share one transaction, so a burst
 // cannot hold the write lock (and the waiting callers) for long.
 const maxBatch = 256
+
+// smallBatch is the size under which the writer yields its processor once
+// before committing. Under load, the callers and handlers whose operations
+// would come next are runnable but not yet running (the processors are
+// busy), and a commit taken at once carries one or two operations; a
+// commit costs about as much CPU as the statements of several operations,
+// so on a busy machine committing smaller batches more often slows every
+// call. When nothing else is runnable the yield returns at once, so one
+// call at a time waits no longer.
+const smallBatch = 8
 
 // Tx is a write transaction handed to an operation. Its methods are the
 // store's write primitives; an operation composes them.
@@ -73,7 +84,8 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 }
 
 // runWriter is the single writer: it takes every operation already waiting
-// (up to maxBatch) and commits them together. Between batches it runs the
+// (up to maxBatch; yielding once first while the batch is small) and
+// commits them together. Between batches it runs the
 // checkpoint handed to it when the WAL has grown long (checkpoint.go).
 func (s *Store) runWriter() {
 	defer close(s.done)
@@ -91,6 +103,7 @@ func (s *Store) runWriter() {
 			op = next
 		}
 		batch = append(batch[:0], op)
+		yielded := false
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -100,6 +113,13 @@ func (s *Store) runWriter() {
 				}
 				batch = append(batch, next)
 			default:
+				if !yielded && len(batch) < smallBatch {
+					// Let the goroutines that are about to submit run
+					// first, and take their operations into this commit.
+					yielded = true
+					runtime.Gosched()
+					continue
+				}
 				break drain
 			}
 		}
