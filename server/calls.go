@@ -222,6 +222,10 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	// goroutine runs again, and marking it open then would leave a waiter
 	// waiting for an end that already happened.
 	e.callOpened(newRow.ID)
+	var request []byte // encoded here, not on the writer's goroutine
+	if sessionID != "" && status == toolgate.StatusPending {
+		request = requestEvent(newRow.ID, tool, args, newRow.DeadlineTime(), 1)
+	}
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
 		if spec.RateLimit != nil {
 			recent, err := tx.RecentCallTimes(sessionID, tool, now.Add(-agentloop.RateLimitHorizon))
@@ -235,10 +239,10 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		if err := tx.InsertCall(&newRow); err != nil {
 			return err
 		}
-		if sessionID == "" || status != toolgate.StatusPending {
+		if request == nil {
 			return nil
 		}
-		_, err := tx.AppendEvent(sessionID, toolgate.EventToolCallRequest, newRow.ID, requestEvent(newRow.ID, tool, args, newRow.DeadlineTime(), 1), now)
+		_, err := tx.AppendEvent(sessionID, toolgate.EventToolCallRequest, newRow.ID, request, now)
 		return err
 	})
 	if err != nil {
