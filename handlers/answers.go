@@ -17,25 +17,18 @@ const maxAnswersPerRequest = 1000
 // only after the answers are durably stored.
 func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
 	sid := chi.URLParam(r, "sid")
-	var envelope struct {
-		Type    string            `json:"type"`
-		Results []json.RawMessage `json:"results"`
-	}
 	body, err := readBody(r, false)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	if err := decodeBytes(body, &envelope, false); err != nil {
+	// Read as one answer first, the usual case; a batch is read again below.
+	var answer toolgate.Answer
+	if err := decodeBytes(body, &answer, false); err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	if envelope.Type != toolgate.AnswerBatch {
-		var answer toolgate.Answer
-		if err := decodeBytes(body, &answer, false); err != nil {
-			WriteError(w, r, err)
-			return
-		}
+	if answer.Type != toolgate.AnswerBatch {
 		acks, err := a.eng.SubmitAnswers(r.Context(), sid, []toolgate.Answer{answer})
 		if err != nil {
 			WriteError(w, r, err)
@@ -48,6 +41,13 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
 		}
 		ack.Type = toolgate.AnswerAckType
 		WriteJSON(w, http.StatusOK, ack)
+		return
+	}
+	var envelope struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	if err := decodeBytes(body, &envelope, false); err != nil {
+		WriteError(w, r, err)
 		return
 	}
 	if envelope.Results == nil {

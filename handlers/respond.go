@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ func readBody(r *http.Request, allowEmpty bool) ([]byte, error) {
 		}
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "could not read the request body: %v", err)
 	}
-	if strings.TrimSpace(string(body)) == "" {
+	if len(bytes.TrimSpace(body)) == 0 {
 		if allowEmpty {
 			return nil, nil
 		}
@@ -103,7 +104,7 @@ func readBody(r *http.Request, allowEmpty bool) ([]byte, error) {
 
 // decodeBytes decodes one JSON value, explaining what is wrong with it.
 func decodeBytes(body []byte, v any, strict bool) error {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
