@@ -92,7 +92,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			httpBody, _ := json.Marshal(map[string]any{"session_id": s.ID, "tool": "echo", "args": args})
 			ctx := context.Background()
 			tx0 := g.Server.Store.Transactions()
-			b.ResetTimer()
+			cpu0 := processCPU(b)
 			for b.Loop() {
 				var status toolgate.CallStatus
 				if via == "engine" {
@@ -123,6 +123,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
+			b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 		})
 	}
 }
