@@ -37,29 +37,37 @@ func BenchmarkCommitSetting(b *testing.B) {
 func BenchmarkCommitCall(b *testing.B) {
 	st, _ := openStore(b)
 	ctx := context.Background()
+	sessions := benchSessions(b, st)
+	i := 0
+	for b.Loop() {
+		i++
+		sid, id := sessions[i%len(sessions)], uuid.Must(uuid.NewV7()).String()
+		if err := st.Write(ctx, func(tx *store.Tx) error { return insertBenchCall(tx, sid, id, time.Now()) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchSessions stores 64 sessions and returns their ids.
+func benchSessions(b *testing.B, st *store.Store) []string {
 	sessions := make([]string, 64)
 	for i := range sessions {
 		sessions[i] = uuid.Must(uuid.NewV7()).String()
 		insertSession(b, st, sessions[i])
 	}
-	i := 0
-	for b.Loop() {
-		i++
-		sid, id := sessions[i%len(sessions)], uuid.Must(uuid.NewV7()).String()
-		err := st.Write(ctx, func(tx *store.Tx) error {
-			now := time.Now()
-			row := store.NewCallRow(id, sid, "echo", []byte(`{"text":"ping"}`), toolgate.StatusPending, time.Minute, now)
-			if err := tx.InsertCall(&row); err != nil {
-				return err
-			}
-			_, err := tx.AppendEvent(sid, toolgate.EventToolCallRequest, id,
-				[]byte(`{"type":"tool_call_request","id":"`+id+`","name":"echo","args":{"text":"ping"},"deadline":"2026-01-01T00:00:00.000Z","attempt":1}`), now)
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+	return sessions
+}
+
+// insertBenchCall writes what storing a call writes: its row, pending,
+// and its tool_call_request event.
+func insertBenchCall(tx *store.Tx, sid, id string, now time.Time) error {
+	row := store.NewCallRow(id, sid, "echo", []byte(`{"text":"ping"}`), toolgate.StatusPending, time.Minute, now)
+	if err := tx.InsertCall(&row); err != nil {
+		return err
 	}
+	_, err := tx.AppendEvent(sid, toolgate.EventToolCallRequest, id,
+		[]byte(`{"type":"tool_call_request","id":"`+id+`","name":"echo","args":{"text":"ping"},"deadline":"2026-01-01T00:00:00.000Z","attempt":1}`), now)
+	return err
 }
 
 // BenchmarkWriterCalls is the store's ceiling for the gateway's rate: the
@@ -71,11 +79,7 @@ func BenchmarkCommitCall(b *testing.B) {
 func BenchmarkWriterCalls(b *testing.B) {
 	st, _ := openStore(b)
 	ctx := context.Background()
-	sessions := make([]string, 64)
-	for i := range sessions {
-		sessions[i] = uuid.Must(uuid.NewV7()).String()
-		insertSession(b, st, sessions[i])
-	}
+	sessions := benchSessions(b, st)
 	output := []byte(`{"text":"ping"}`)
 	next := make(chan struct{}, len(sessions))
 	go func() {
@@ -92,17 +96,8 @@ func BenchmarkWriterCalls(b *testing.B) {
 	for _, sid := range sessions {
 		wg.Go(func() {
 			for range next {
-				id := uuid.Must(uuid.NewV7()).String()
-				now := time.Now()
-				row := store.NewCallRow(id, sid, "echo", output, toolgate.StatusPending, time.Minute, now)
-				event := []byte(`{"type":"tool_call_request","id":"` + id + `","name":"echo","args":{"text":"ping"},"deadline":"2026-01-01T00:00:00.000Z","attempt":1}`)
-				err := st.Write(ctx, func(tx *store.Tx) error {
-					if err := tx.InsertCall(&row); err != nil {
-						return err
-					}
-					_, err := tx.AppendEvent(sid, toolgate.EventToolCallRequest, id, event, now)
-					return err
-				})
+				id, now := uuid.Must(uuid.NewV7()).String(), time.Now()
+				err := st.Write(ctx, func(tx *store.Tx) error { return insertBenchCall(tx, sid, id, now) })
 				if err == nil {
 					err = st.Write(ctx, func(tx *store.Tx) error {
 						ended, err := tx.FinishAnswered(id, sid, store.Outcome{Status: toolgate.StatusCompleted, Output: output}, time.Now(), now, 1)
