@@ -22,13 +22,22 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	// Read as one answer first, the usual case; a batch is read again below.
-	var answer toolgate.Answer
-	if err := decodeBytes(body, &answer, false); err != nil {
+	// The shape first: a batch's body is read as a batch only, and one
+	// answer's body must not carry a malformed "results" either.
+	var envelope struct {
+		Type    string            `json:"type"`
+		Results []json.RawMessage `json:"results"`
+	}
+	if err := decodeBytes(body, &envelope, false); err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	if answer.Type != toolgate.AnswerBatch {
+	if envelope.Type != toolgate.AnswerBatch {
+		var answer toolgate.Answer
+		if err := decodeBytes(body, &answer, false); err != nil {
+			WriteError(w, r, err)
+			return
+		}
 		acks, err := a.eng.SubmitAnswers(r.Context(), sid, []toolgate.Answer{answer})
 		if err != nil {
 			WriteError(w, r, err)
@@ -41,13 +50,6 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
 		}
 		ack.Type = toolgate.AnswerAckType
 		WriteJSON(w, http.StatusOK, ack)
-		return
-	}
-	var envelope struct {
-		Results []json.RawMessage `json:"results"`
-	}
-	if err := decodeBytes(body, &envelope, false); err != nil {
-		WriteError(w, r, err)
 		return
 	}
 	if envelope.Results == nil {

@@ -127,7 +127,7 @@ func describeJSONError(err error) string {
 		if typeErr.Field != "" {
 			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
 		}
-		return fmt.Sprintf("the body must be a JSON %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		return fmt.Sprintf("the body must be %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the body is not valid JSON: it ends too early"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

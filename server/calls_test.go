@@ -170,6 +170,36 @@ func TestAnswersFirstWins(t *testing.T) {
 }
 
 // TestBatchAnswers judges each answer of a tool_results batch on its own.
+// TestAnswerBodyShape: a body is read for its shape before its answer. One
+// answer carrying a "results" that is not an array is refused and leaves
+// the call open; a batch is read as a batch only, so a stray top-level
+// field of one answer's kind does not refuse it.
+func TestAnswerBodyShape(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("shape")
+	g.register(s, echoTool)
+	c := g.startCall(s, "echo", map[string]any{"text": "a"}, 0)
+	results := "/v1/sessions/" + s.ID + "/results"
+
+	status, body := g.do("POST", results, s.Token, `{"type":"tool_result","id":"`+c.ID+`","success":true,"output":1,"results":5}`)
+	if status != 400 || errorCode(body) != "BAD_REQUEST" {
+		t.Fatalf("one answer with results 5: %d %s", status, body)
+	}
+	var rec callRecord
+	g.call("GET", "/v1/calls/"+c.ID, testAgentKey, nil, 200, &rec)
+	if rec.Status != "pending" && rec.Status != "delivered" {
+		t.Fatalf("after a refused answer the call is %s", rec.Status)
+	}
+
+	status, body = g.do("POST", results, s.Token, `{"type":"tool_results","id":5,"success":"yes","results":[{"type":"tool_result","id":"`+c.ID+`","success":true,"output":"A"}]}`)
+	if status != 200 {
+		t.Fatalf("batch with stray fields: %d %s", status, body)
+	}
+	if got := g.waitCall(c.ID); got.Status != "completed" || string(got.Output) != `"A"` {
+		t.Errorf("call = %s %s", got.Status, got.Output)
+	}
+}
+
 func TestBatchAnswers(t *testing.T) {
 	g := startGateway(t, nil)
 	s := g.newSession("batch")
