@@ -222,8 +222,11 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	// goroutine runs again, and marking it open then would leave a waiter
 	// waiting for an end that already happened.
 	e.callOpened(newRow.ID)
-	var request []byte // encoded here, not on the writer's goroutine
-	if sessionID != "" && status == toolgate.StatusPending {
+	// A pending call of a session is sent to its client: its event is
+	// encoded here, not on the writer's goroutine.
+	sendsRequest := sessionID != "" && status == toolgate.StatusPending
+	var request []byte
+	if sendsRequest {
 		request = requestEvent(newRow.ID, tool, args, newRow.DeadlineTime(), 1)
 	}
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
@@ -239,7 +242,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		if err := tx.InsertCall(&newRow); err != nil {
 			return err
 		}
-		if request == nil {
+		if !sendsRequest {
 			return nil
 		}
 		_, err := tx.AppendEvent(sessionID, toolgate.EventToolCallRequest, newRow.ID, request, now)
