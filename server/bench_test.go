@@ -10,11 +10,11 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/cputime"
 	"github.com/toolgate/toolgate/mobile"
 	"github.com/toolgate/toolgate/server"
 )
@@ -92,7 +92,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			httpBody, _ := json.Marshal(map[string]any{"session_id": s.ID, "tool": "echo", "args": args})
 			ctx := context.Background()
 			tx0 := g.Server.Store.Transactions()
-			cpu0 := processCPU(b)
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				var status toolgate.CallStatus
 				if via == "engine" {
@@ -123,7 +123,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
-			b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 		})
 	}
 }
@@ -149,12 +149,12 @@ func BenchmarkThroughput(b *testing.B) {
 				ids[i] = s.ID
 			}
 			b.ResetTimer()
-			cpu0 := processCPU(b)
+			cpu0 := cputime.Process()
 			elapsed := callConcurrently(b, g.Server.Engine, ids)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 			b.ReportMetric(float64(g.Server.Store.Transactions()-tx0)/float64(b.N), "db-tx/call")
-			b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 		})
 	}
 }
@@ -196,21 +196,10 @@ func BenchmarkThroughputSDK(b *testing.B) {
 		ids[i] = c.SessionID()
 	}
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu0 := cputime.Process()
 	elapsed := callConcurrently(b, g.Server.Engine, ids)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
-}
-
-// processCPU returns the CPU time (user and system) this process has used.
-// Per call it is the figure to compare between two versions on a shared
-// machine: other load slows the wall clock far more than it changes it.
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 }
 
 // callConcurrently makes b.N calls of the echo tool, with one in-process

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/cputime"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -41,32 +41,38 @@ func BenchmarkCommitCall(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		sid, id := sessions[i%len(sessions)], uuid.Must(uuid.NewV7()).String()
-		if err := st.Write(ctx, func(tx *store.Tx) error { return insertBenchCall(tx, sid, id, time.Now()) }); err != nil {
+		row, event := benchCall(sessions[i%len(sessions)])
+		if err := st.Write(ctx, func(tx *store.Tx) error { return insertBenchCall(tx, &row, event) }); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 // benchSessions stores 64 sessions and returns their ids.
-func benchSessions(b *testing.B, st *store.Store) []string {
+func benchSessions(tb testing.TB, st *store.Store) []string {
 	sessions := make([]string, 64)
 	for i := range sessions {
 		sessions[i] = uuid.Must(uuid.NewV7()).String()
-		insertSession(b, st, sessions[i])
+		insertSession(tb, st, sessions[i])
 	}
 	return sessions
 }
 
-// insertBenchCall writes what storing a call writes: its row, pending,
-// and its tool_call_request event.
-func insertBenchCall(tx *store.Tx, sid, id string, now time.Time) error {
-	row := store.NewCallRow(id, sid, "echo", []byte(`{"text":"ping"}`), toolgate.StatusPending, time.Minute, now)
-	if err := tx.InsertCall(&row); err != nil {
+// benchCall builds a new pending call of session sid and its encoded
+// tool_call_request, as the gateway does before handing them to the writer.
+func benchCall(sid string) (store.CallRow, []byte) {
+	id := uuid.Must(uuid.NewV7()).String()
+	row := store.NewCallRow(id, sid, "echo", []byte(`{"text":"ping"}`), toolgate.StatusPending, time.Minute, time.Now())
+	event := []byte(`{"type":"tool_call_request","id":"` + id + `","name":"echo","args":{"text":"ping"},"deadline":"2026-01-01T00:00:00.000Z","attempt":1}`)
+	return row, event
+}
+
+// insertBenchCall writes what storing a call writes: its row and its event.
+func insertBenchCall(tx *store.Tx, row *store.CallRow, event []byte) error {
+	if err := tx.InsertCall(row); err != nil {
 		return err
 	}
-	_, err := tx.AppendEvent(sid, toolgate.EventToolCallRequest, id,
-		[]byte(`{"type":"tool_call_request","id":"`+id+`","name":"echo","args":{"text":"ping"},"deadline":"2026-01-01T00:00:00.000Z","attempt":1}`), now)
+	_, err := tx.AppendEvent(row.SessionID.String, toolgate.EventToolCallRequest, row.ID, event, row.CreatedTime())
 	return err
 }
 
@@ -90,17 +96,19 @@ func BenchmarkWriterCalls(b *testing.B) {
 	}()
 	tx0 := st.Transactions()
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu0 := cputime.Process()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, sid := range sessions {
 		wg.Go(func() {
 			for range next {
-				id, now := uuid.Must(uuid.NewV7()).String(), time.Now()
-				err := st.Write(ctx, func(tx *store.Tx) error { return insertBenchCall(tx, sid, id, now) })
+				row, event := benchCall(sid)
+				id, now := row.ID, row.CreatedTime()
+				err := st.Write(ctx, func(tx *store.Tx) error { return insertBenchCall(tx, &row, event) })
 				if err == nil {
+					answered := time.Now()
 					err = st.Write(ctx, func(tx *store.Tx) error {
-						ended, err := tx.FinishAnswered(id, sid, store.Outcome{Status: toolgate.StatusCompleted, Output: output}, time.Now(), now, 1)
+						ended, err := tx.FinishAnswered(id, sid, store.Outcome{Status: toolgate.StatusCompleted, Output: output}, answered, now, 1)
 						if err == nil && ended == nil {
 							err = fmt.Errorf("call %s not answered", id)
 						}
@@ -118,15 +126,6 @@ func BenchmarkWriterCalls(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 	b.ReportMetric(float64(st.Transactions()-tx0)/float64(b.N), "db-tx/call")
-}
-
-// processCPU returns the CPU time (user and system) this process has used.
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
