@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ func explain(t *testing.T, s *Store, q string, plan bool) string {
 	if plan {
 		prefix = "EXPLAIN QUERY PLAN "
 	}
-	rows, err := s.writer.Queryx(prefix+q, make([]any, strings.Count(q, "?"))...)
+	rows, err := s.writeConn.QueryxContext(context.Background(), prefix+q, make([]any, strings.Count(q, "?"))...)
 	if err != nil {
 		t.Fatalf("%s%s: %v", prefix, q, err)
 	}

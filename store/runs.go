@@ -47,7 +47,7 @@ const runColumns = `id, session_id, started_by_session, model, status, max_steps
 
 // InsertRun stores a new run.
 func (tx *Tx) InsertRun(r *RunRow) error {
-	_, err := tx.NamedExec(`INSERT INTO runs (`+runColumns+`) VALUES
+	_, err := tx.namedExec(`INSERT INTO runs (`+runColumns+`) VALUES
 		(:id, :session_id, :started_by_session, :model, :status, :max_steps, :steps, :input_messages, :output, :error_code, :error_message, :created_at, :updated_at, :finished_at)`, r)
 	return err
 }
@@ -56,16 +56,16 @@ func (tx *Tx) InsertRun(r *RunRow) error {
 // all belonging to step, and sets the run's step count.
 func (tx *Tx) AppendRunMessages(runID string, step int, messages [][]byte, now time.Time) error {
 	var next int
-	if err := tx.Get(&next, `SELECT COALESCE(MAX(seq) + 1, 0) FROM run_messages WHERE run_id = ?`, runID); err != nil {
+	if err := tx.get(&next, `SELECT COALESCE(MAX(seq) + 1, 0) FROM run_messages WHERE run_id = ?`, runID); err != nil {
 		return err
 	}
 	for i, m := range messages {
-		if _, err := tx.Exec(`INSERT INTO run_messages (run_id, seq, step, message, created_at) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := tx.exec(`INSERT INTO run_messages (run_id, seq, step, message, created_at) VALUES (?, ?, ?, ?, ?)`,
 			runID, next+i, step, string(m), ms(now)); err != nil {
 			return err
 		}
 	}
-	res, err := tx.Exec(`UPDATE runs SET steps = MAX(steps, ?), updated_at = ? WHERE id = ? AND status = 'running'`, step, ms(now), runID)
+	res, err := tx.exec(`UPDATE runs SET steps = MAX(steps, ?), updated_at = ? WHERE id = ? AND status = 'running'`, step, ms(now), runID)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (tx *Tx) AppendRunMessages(runID string, step int, messages [][]byte, now t
 // FinishRun records a running run's end: status finished with output, or
 // failed with an error code and message. False when it was not running.
 func (tx *Tx) FinishRun(id, status, output, errCode, errMessage string, now time.Time) (bool, error) {
-	res, err := tx.Exec(`UPDATE runs SET status = ?, output = ?, error_code = ?, error_message = ?, updated_at = ?, finished_at = ?
+	res, err := tx.exec(`UPDATE runs SET status = ?, output = ?, error_code = ?, error_message = ?, updated_at = ?, finished_at = ?
 		WHERE id = ? AND status = 'running'`, status, nullString(output), nullString(errCode), nullString(errMessage), ms(now), ms(now), id)
 	if err != nil {
 		return false, err
@@ -92,7 +92,7 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 // GetRun reads a run inside a transaction; nil when there is none.
 func (tx *Tx) GetRun(id string) (*RunRow, error) {
 	var r RunRow
-	err := tx.Get(&r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
+	err := tx.get(&r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -141,9 +141,9 @@ func (tx *Tx) RecentCallTimes(sessionID, tool string, since time.Time) ([]time.T
 	var stamps []int64
 	var err error
 	if sessionID == "" {
-		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id IS NULL AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`, tool, ms(since))
+		err = tx.sel(&stamps, `SELECT created_at FROM calls WHERE session_id IS NULL AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`, tool, ms(since))
 	} else {
-		err = tx.Select(&stamps, `SELECT created_at FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`, sessionID, tool, ms(since))
+		err = tx.sel(&stamps, `SELECT created_at FROM calls WHERE session_id = ? AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`, sessionID, tool, ms(since))
 	}
 	if err != nil {
 		return nil, err

@@ -47,8 +47,9 @@ func (r *SessionRow) Session() toolgate.Session {
 const sessionColumns = `id, token_hash, client_name, client_version, platform, metadata, auto_approve, created_at, last_seen_at, closed_at, close_reason`
 
 var (
-	qInsertSession = namedQuery(`INSERT INTO sessions (` + sessionColumns + `) VALUES
-		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason)`)
+	// With :name arguments, prepared at first use (see namedExec).
+	qInsertSession = `INSERT INTO sessions (` + sessionColumns + `) VALUES
+		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason)`
 	qTouchSession   = query(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`)
 	qSetAutoApprove = query(`UPDATE sessions SET auto_approve = ? WHERE id = ?`)
 	qCloseSession   = query(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = MAX(last_seen_at, ?) WHERE id = ? AND closed_at IS NULL`)

@@ -13,53 +13,56 @@ import (
 // statement's time parsing and planning it, and the hot path of a call runs
 // the same few statements over and over.
 //
-// A query is registered by declaring it through query or namedQuery at
-// package level; the helpers below run a registered query through its
-// prepared statement and any other query as it is.
+// A query is registered by declaring it through query at package level;
+// the helpers below run a registered query through its prepared statement
+// and any other query as it is. A statement with :name arguments is
+// prepared on the writer's connection the first time it runs (namedExec).
 
-var (
-	registered      []string
-	registeredNamed []string
-)
+var registered []string
 
 // query registers a positional-argument statement for preparing.
 func query(q string) string { registered = append(registered, q); return q }
 
-// namedQuery registers a statement with :name arguments for preparing.
-func namedQuery(q string) string { registeredNamed = append(registeredNamed, q); return q }
-
-// prepared holds one database's prepared statements by their text.
-type prepared struct {
-	stmts map[string]*sqlx.Stmt
-	named map[string]*sqlx.NamedStmt
+// preparer is what statements are prepared on: the read pool, or the
+// writer's one connection.
+type preparer interface {
+	PreparexContext(ctx context.Context, query string) (*sqlx.Stmt, error)
 }
 
-func prepareAll(db *sqlx.DB, withNamed bool) (*prepared, error) {
-	p := &prepared{stmts: map[string]*sqlx.Stmt{}, named: map[string]*sqlx.NamedStmt{}}
+// prepared holds the statements prepared on one preparer, by their text.
+type prepared struct {
+	on    preparer
+	stmts map[string]*sqlx.Stmt
+}
+
+func prepareAll(on preparer) (*prepared, error) {
+	p := &prepared{on: on, stmts: map[string]*sqlx.Stmt{}}
 	for _, q := range registered {
-		st, err := db.Preparex(q)
-		if err != nil {
-			return nil, fmt.Errorf("store: prepare %q: %w", q, err)
-		}
-		p.stmts[q] = st
-	}
-	if withNamed {
-		for _, q := range registeredNamed {
-			st, err := db.PrepareNamed(q)
-			if err != nil {
-				return nil, fmt.Errorf("store: prepare %q: %w", q, err)
-			}
-			p.named[q] = st
+		if _, err := p.prepare(q); err != nil {
+			p.close()
+			return nil, err
 		}
 	}
 	return p, nil
 }
 
+// prepare returns the statement for q, preparing it the first time.
+// Statements not registered at start are prepared here only on the
+// writer's connection, from its one goroutine.
+func (p *prepared) prepare(q string) (*sqlx.Stmt, error) {
+	if st := p.stmts[q]; st != nil {
+		return st, nil
+	}
+	st, err := p.on.PreparexContext(context.Background(), q)
+	if err != nil {
+		return nil, fmt.Errorf("store: prepare %q: %w", q, err)
+	}
+	p.stmts[q] = st
+	return st, nil
+}
+
 func (p *prepared) close() {
 	for _, st := range p.stmts {
-		st.Close()
-	}
-	for _, st := range p.named {
 		st.Close()
 	}
 }
@@ -67,41 +70,47 @@ func (p *prepared) close() {
 // exec runs a write statement in the transaction.
 func (tx *Tx) exec(q string, args ...any) (sql.Result, error) {
 	if st := tx.prep.stmts[q]; st != nil {
-		return tx.Stmtx(st).Exec(args...)
+		return st.Exec(args...)
 	}
-	return tx.Exec(q, args...)
+	return tx.conn.ExecContext(context.Background(), q, args...)
 }
 
 // get reads one row in the transaction.
 func (tx *Tx) get(dest any, q string, args ...any) error {
 	if st := tx.prep.stmts[q]; st != nil {
-		return tx.Stmtx(st).Get(dest, args...)
+		return st.Get(dest, args...)
 	}
-	return tx.Get(dest, q, args...)
+	return tx.conn.GetContext(context.Background(), dest, q, args...)
 }
 
 // queryRow reads one row in the transaction, for scanning by hand.
 func (tx *Tx) queryRow(q string, args ...any) *sql.Row {
 	if st := tx.prep.stmts[q]; st != nil {
-		return tx.Stmtx(st).QueryRow(args...)
+		return st.QueryRow(args...)
 	}
-	return tx.QueryRow(q, args...)
+	return tx.conn.QueryRowContext(context.Background(), q, args...)
 }
 
 // sel reads rows in the transaction.
 func (tx *Tx) sel(dest any, q string, args ...any) error {
 	if st := tx.prep.stmts[q]; st != nil {
-		return tx.Stmtx(st).Select(dest, args...)
+		return st.Select(dest, args...)
 	}
-	return tx.Select(dest, q, args...)
+	return tx.conn.SelectContext(context.Background(), dest, q, args...)
 }
 
-// namedExec runs a :name statement in the transaction with arg's fields.
+// namedExec runs a statement with :name arguments, taken from arg's
+// fields, in the transaction. Its positional form is prepared on first use.
 func (tx *Tx) namedExec(q string, arg any) (sql.Result, error) {
-	if st := tx.prep.named[q]; st != nil {
-		return tx.NamedStmt(st).Exec(arg)
+	positional, args, err := sqlx.Named(q, arg)
+	if err != nil {
+		return nil, err
 	}
-	return tx.NamedExec(q, arg)
+	st, err := tx.prep.prepare(positional)
+	if err != nil {
+		return nil, err
+	}
+	return st.Exec(args...)
 }
 
 // get reads one row from the read pool.

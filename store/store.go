@@ -33,8 +33,9 @@ var ErrClosed = errors.New("store: closed")
 
 // Store is an open toolgate database.
 type Store struct {
-	writer  *sqlx.DB // exactly one connection: SQLite has one writer anyway
-	readers *sqlx.DB // read-only pool
+	writer    *sqlx.DB   // exactly one connection: SQLite has one writer anyway
+	writeConn *sqlx.Conn // that connection, held by the store from Open to Close
+	readers   *sqlx.DB   // read-only pool
 
 	writePrep *prepared // statements prepared on the writer's connection
 	readPrep  *prepared // statements prepared on the read pool
@@ -102,28 +103,39 @@ func Open(path string) (*Store, error) {
 		writer.Close()
 		return nil, err
 	}
+	// The writer's transactions run on this connection (writer.go); the
+	// pool of one has nothing else to hand out from here on.
+	writeConn, err := writer.Connx(context.Background())
+	if err != nil {
+		writer.Close()
+		return nil, err
+	}
 	readers, err := sqlx.Open("sqlite", dsn(path, true))
 	if err != nil {
+		writeConn.Close()
 		writer.Close()
 		return nil, err
 	}
 	readers.SetMaxOpenConns(8)
 	readers.SetMaxIdleConns(8)
-	writePrep, err := prepareAll(writer, true)
+	writePrep, err := prepareAll(writeConn)
 	if err != nil {
+		writeConn.Close()
 		writer.Close()
 		readers.Close()
 		return nil, err
 	}
-	readPrep, err := prepareAll(readers, false)
+	readPrep, err := prepareAll(readers)
 	if err != nil {
 		writePrep.close()
+		writeConn.Close()
 		writer.Close()
 		readers.Close()
 		return nil, err
 	}
 	s := &Store{
 		writer:    writer,
+		writeConn: writeConn,
 		readers:   readers,
 		writePrep: writePrep,
 		readPrep:  readPrep,
@@ -138,6 +150,7 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		writePrep.close()
 		readPrep.close()
+		writeConn.Close()
 		writer.Close()
 		readers.Close()
 		return nil, fmt.Errorf("store: open %s for checkpoints: %w", path, err)
@@ -167,7 +180,7 @@ func (s *Store) Close() error {
 	<-s.checkpointsDone
 	s.writePrep.close()
 	s.readPrep.close()
-	return errors.Join(s.readers.Close(), s.writer.Close(), s.checkpointer.Close())
+	return errors.Join(s.writeConn.Close(), s.readers.Close(), s.writer.Close(), s.checkpointer.Close())
 }
 
 // Transactions returns how many write transactions have been committed or

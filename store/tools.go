@@ -65,12 +65,13 @@ func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow
 const toolColumns = `session_id, name, description, parameters, timeout_ms, requires_approval, rate_per_minute, rate_per_hour, read_only, registered_at`
 
 var (
-	qUpsertTool = namedQuery(`INSERT INTO tools (` + toolColumns + `) VALUES
+	// With :name arguments, prepared at first use (see namedExec).
+	qUpsertTool = `INSERT INTO tools (` + toolColumns + `) VALUES
 		(:session_id, :name, :description, :parameters, :timeout_ms, :requires_approval, :rate_per_minute, :rate_per_hour, :read_only, :registered_at)
 		ON CONFLICT (session_id, name) DO UPDATE SET
 		description = excluded.description, parameters = excluded.parameters, timeout_ms = excluded.timeout_ms,
 		requires_approval = excluded.requires_approval, rate_per_minute = excluded.rate_per_minute,
-		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`)
+		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`
 	qDeleteTool   = query(`DELETE FROM tools WHERE session_id = ? AND name = ?`)
 	qSessionTools = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id = ? ORDER BY name`)
 )

@@ -8,6 +8,16 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
+// The writer's transactions are run by prepared statements on its own
+// connection rather than database/sql's Tx, which parses BEGIN and COMMIT
+// again for every transaction and starts a goroutine to watch each one's
+// context: about half the cost of the smallest transaction.
+var (
+	qBegin    = query(`BEGIN IMMEDIATE`) // the write lock up front: no SQLITE_BUSY half-way
+	qCommit   = query(`COMMIT`)
+	qRollback = query(`ROLLBACK`)
+)
+
 // Savepoints let one operation of a batch fail alone.
 var (
 	qSavepoint  = query(`SAVEPOINT op`)
@@ -32,7 +42,7 @@ const smallBatch = 8
 // Tx is a write transaction handed to an operation. Its methods are the
 // store's write primitives; an operation composes them.
 type Tx struct {
-	*sqlx.Tx
+	conn    *sqlx.Conn // the writer's connection, inside BEGIN
 	prep    *prepared
 	rows    openRows    // the open calls' rows as committed
 	changes tailChanges // what the event tail learns once this commits
@@ -184,7 +194,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		finish(s.commit(tx))
 		return
 	}
-	tx.Rollback()
+	tx.rollback()
 	if len(batch) == 1 {
 		finish(nil)
 		return
@@ -209,7 +219,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			tx.changes.truncate(mark)
 			if _, err := tx.exec(qRollbackTo); err != nil {
 				// The transaction is unusable; fail every operation.
-				tx.Rollback()
+				tx.rollback()
 				failAll(err)
 				return
 			}
@@ -223,17 +233,24 @@ func (s *Store) commitBatch(batch []*writeOp) {
 
 // begin starts the writer's transaction.
 func (s *Store) begin() (*Tx, error) {
-	sqlTx, err := s.writer.Beginx()
-	if err != nil {
+	tx := &Tx{conn: s.writeConn, prep: s.writePrep, rows: s.openRows}
+	if _, err := tx.exec(qBegin); err != nil {
 		return nil, err
 	}
-	return &Tx{Tx: sqlTx, prep: s.writePrep, rows: s.openRows}, nil
+	return tx, nil
 }
 
+// rollback undoes the transaction. Its error is not reported: after a
+// failed statement SQLite may have rolled back already, and then there is
+// nothing left to undo.
+func (tx *Tx) rollback() { tx.exec(qRollback) }
+
 // commit commits tx and, only once committed, tells the event tail, the
-// recent finals and the open rows what it changed.
+// recent finals and the open rows what it changed. A commit that fails is
+// rolled back, so the connection is never left inside a transaction.
 func (s *Store) commit(tx *Tx) error {
-	if err := tx.Commit(); err != nil {
+	if _, err := tx.exec(qCommit); err != nil {
+		tx.rollback()
 		return err
 	}
 	s.tail.apply(&tx.changes, s.Now())
