@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -41,4 +44,42 @@ func TestFailedCommitLeavesNoTransactionOpen(t *testing.T) {
 	if _, ok, err := s.Setting(ctx, "kept"); err != nil || ok {
 		t.Errorf("the failed batch's setting was kept (%v, %v)", ok, err)
 	}
+}
+
+// TestWritesKeepSubmissionOrder: an operation runs after every operation
+// its goroutine submitted before it, in an earlier batch or earlier in the
+// same one. Each goroutine hands a setting to WriteAsync, then reads it
+// back inside a Write, which must see it.
+func TestWritesKeepSubmissionOrder(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "order.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			key := fmt.Sprintf("k%d", g)
+			for i := range 300 {
+				want := strconv.Itoa(i)
+				s.WriteAsync(func(tx *Tx) error { return tx.PutSetting(key, want) })
+				err := s.Write(ctx, func(tx *Tx) error {
+					var got string
+					if err := tx.get(&got, qGetSetting, key); err != nil {
+						return err
+					}
+					if got != want {
+						return fmt.Errorf("%s = %s after the write of %s", key, got, want)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
