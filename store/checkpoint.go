@@ -25,7 +25,11 @@ func openCheckpointer(path string) (*sqlx.DB, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	return db, db.Ping()
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // walLimitFrames bounds the WAL. A PASSIVE checkpoint copies frames back

@@ -17,21 +17,27 @@ func explain(t *testing.T, s *Store, q string, plan bool) string {
 	if plan {
 		prefix = "EXPLAIN QUERY PLAN "
 	}
-	rows, err := s.writeConn.QueryxContext(context.Background(), prefix+q, make([]any, strings.Count(q, "?"))...)
+	var out strings.Builder
+	// On the writer's connection, from the writer's goroutine: nothing else
+	// may use it.
+	err := s.Write(context.Background(), func(tx *Tx) error {
+		out.Reset()
+		rows, err := tx.conn.QueryxContext(context.Background(), prefix+q, make([]any, strings.Count(q, "?"))...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			cols, err := rows.SliceScan()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(&out, cols...)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		t.Fatalf("%s%s: %v", prefix, q, err)
-	}
-	defer rows.Close()
-	var out strings.Builder
-	for rows.Next() {
-		cols, err := rows.SliceScan()
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintln(&out, cols...)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out.String()
 }

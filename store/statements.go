@@ -83,14 +83,6 @@ func (tx *Tx) get(dest any, q string, args ...any) error {
 	return tx.conn.GetContext(context.Background(), dest, q, args...)
 }
 
-// queryRow reads one row in the transaction, for scanning by hand.
-func (tx *Tx) queryRow(q string, args ...any) *sql.Row {
-	if st := tx.prep.stmts[q]; st != nil {
-		return st.QueryRow(args...)
-	}
-	return tx.conn.QueryRowContext(context.Background(), q, args...)
-}
-
 // sel reads rows in the transaction.
 func (tx *Tx) sel(dest any, q string, args ...any) error {
 	if st := tx.prep.stmts[q]; st != nil {

@@ -69,8 +69,9 @@ type Store struct {
 // pragmas after it wait for a lock rather than fail; WAL lets readers run
 // beside the writer; synchronous(NORMAL) in WAL mode is durable against a
 // process crash (kill -9) and loses at most the last commits on power loss;
-// _txlock=immediate makes BEGIN take the write lock up front, so a
-// read-then-write transaction never fails half-way with SQLITE_BUSY.
+// _txlock=immediate makes the migrations' BEGIN take the write lock up
+// front, so a read-then-write transaction never fails half-way with
+// SQLITE_BUSY (the writer's own transactions say BEGIN IMMEDIATE, writer.go).
 func dsn(path string, readOnly bool) string {
 	q := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
 	if readOnly {

@@ -224,8 +224,12 @@ func (s *Store) commitBatch(batch []*writeOp) {
 				return
 			}
 		}
-		if _, err := tx.exec(qRelease); err != nil && errs[i] == nil {
-			errs[i] = err
+		if _, err := tx.exec(qRelease); err != nil {
+			// The operation's writes could not be told apart from the
+			// batch's any more; fail every operation.
+			tx.rollback()
+			failAll(err)
+			return
 		}
 	}
 	finish(s.commit(tx))

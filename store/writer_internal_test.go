@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ func TestFailedCommitLeavesNoTransactionOpen(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
+	var opDone bool // the operation itself succeeded: what failed is the COMMIT
 	err = s.Write(ctx, func(tx *Tx) error {
 		if _, err := tx.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
 			return err
@@ -30,10 +33,11 @@ func TestFailedCommitLeavesNoTransactionOpen(t *testing.T) {
 			return err
 		}
 		_, err := tx.AppendEvent("no-such-session", "ping", "", []byte(`{}`), time.Now())
+		opDone = err == nil
 		return err
 	})
-	if err == nil {
-		t.Fatal("a batch violating a deferred foreign key committed")
+	if err == nil || !opDone || !strings.Contains(err.Error(), "FOREIGN KEY") {
+		t.Fatalf("want the COMMIT to fail on the deferred foreign key after the operation succeeded; got %v (operation succeeded: %v)", err, opDone)
 	}
 	if err := s.Write(ctx, func(tx *Tx) error { return tx.PutSetting("after", "yes") }); err != nil {
 		t.Fatalf("the write after a failed commit: %v", err)
@@ -82,4 +86,48 @@ func TestWritesKeepSubmissionOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestBrokenTransactionFailsTheBatch: when the batch is run again on
+// savepoints (one operation failed) and an operation breaks the transaction
+// itself — here by rolling all of it back — every operation of the batch
+// fails, nothing of it is kept, and the next write begins normally.
+func TestBrokenTransactionFailsTheBatch(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "broken.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	// Hold the writer so that the three operations below queue up and
+	// share the next batch, in this order.
+	running, release := make(chan struct{}), make(chan struct{})
+	go s.Write(ctx, func(tx *Tx) error { close(running); <-release; return nil })
+	<-running
+	ops := []func(tx *Tx) error{
+		func(tx *Tx) error { return tx.PutSetting("a", "1") },
+		func(tx *Tx) error { return errors.New("refused") },
+		func(tx *Tx) error { _, err := tx.exec(`ROLLBACK`); return err },
+	}
+	errs := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		wg.Go(func() { errs[i] = s.Write(ctx, op) })
+		for len(s.ops) < i+1 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(release)
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("operation %d succeeded in a broken transaction", i)
+		}
+	}
+	if _, ok, err := s.Setting(ctx, "a"); err != nil || ok {
+		t.Errorf("the broken batch's setting was kept (%v, %v)", ok, err)
+	}
+	if err := s.Write(ctx, func(tx *Tx) error { return tx.PutSetting("b", "1") }); err != nil {
+		t.Fatalf("the write after a broken batch: %v", err)
+	}
 }
