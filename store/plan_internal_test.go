@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,11 +47,7 @@ func explain(t *testing.T, s *Store, q string, plan bool) string {
 // partial index the statement has to maintain — is coded as one, built anew
 // on every execution (migration 0005 took it out of calls_open).
 func TestHotStatementsBuildNoTempTables(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "plan.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	for _, q := range []string{qInsertCall, qAppendEvent, qFinishAnsweredKnown, qMarkDelivered, qFinishCall, qSetCallStatus, qSetProgress} {
 		if program := explain(t, s, q, false); strings.Contains(program, "OpenEphemeral") {
 			t.Errorf("%s\nbuilds a temporary B-tree on every execution:\n%s", q, program)
@@ -64,11 +59,7 @@ func TestHotStatementsBuildNoTempTables(t *testing.T) {
 // through the partial index calls_open, which SQLite uses only when the
 // query states the index's own condition (openCall) word for word.
 func TestOpenCallQueriesUseCallsOpen(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "plan.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	for _, q := range []string{qOpenDeadlines, qOverdueCalls} {
 		if plan := explain(t, s, q, true); !strings.Contains(plan, "USING INDEX calls_open") {
 			t.Errorf("%s\ndoes not use calls_open:\n%s", q, plan)

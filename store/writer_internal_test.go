@@ -12,20 +12,27 @@ import (
 	"time"
 )
 
+// openTestStore opens a store on a new file, closed when the test ends.
+func openTestStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "toolgate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestFailedCommitLeavesNoTransactionOpen: a COMMIT that fails can leave
 // SQLite's transaction open (a deferred foreign key violation does, by
 // design). The writer rolls it back, so the next batch begins normally
 // instead of every later write failing with "cannot start a transaction
 // within a transaction"; and nothing of the failed batch is kept.
 func TestFailedCommitLeavesNoTransactionOpen(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "commit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	ctx := context.Background()
 	var opDone bool // the operation itself succeeded: what failed is the COMMIT
-	err = s.Write(ctx, func(tx *Tx) error {
+	err := s.Write(ctx, func(tx *Tx) error {
 		if _, err := tx.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
 			return err
 		}
@@ -55,11 +62,7 @@ func TestFailedCommitLeavesNoTransactionOpen(t *testing.T) {
 // same one. Each goroutine hands a setting to WriteAsync, then reads it
 // back inside a Write, which must see it.
 func TestWritesKeepSubmissionOrder(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "order.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -93,11 +96,7 @@ func TestWritesKeepSubmissionOrder(t *testing.T) {
 // itself — here by rolling all of it back — every operation of the batch
 // fails, nothing of it is kept, and the next write begins normally.
 func TestBrokenTransactionFailsTheBatch(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "broken.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	ctx := context.Background()
 	// Hold the writer so that the three operations below queue up and
 	// share the next batch, in this order.
