@@ -95,8 +95,8 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 
 // runWriter is the single writer: it takes every operation already waiting
 // (up to maxBatch; yielding once first while the batch is small) and
-// commits them together. Between batches it runs the
-// checkpoint handed to it when the WAL has grown long (checkpoint.go).
+// commits them together. Between batches it runs the checkpoint handed to
+// it when the WAL has grown long (checkpoint.go).
 func (s *Store) runWriter() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, maxBatch)
