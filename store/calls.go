@@ -147,14 +147,7 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 // GetCall reads a call inside the transaction; nil when there is none.
 func (tx *Tx) GetCall(id string) (*CallRow, error) {
 	var r CallRow
-	err := tx.get(&r, qGetCall, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return rowOrNil(&r, tx.get(&r, qGetCall, id))
 }
 
 // Outcome is how a call ends.
@@ -324,27 +317,13 @@ func (s *Store) GetCall(ctx context.Context, id string) (*CallRow, error) {
 		return &r, nil
 	}
 	var r CallRow
-	err := s.get(ctx, &r, qGetCall, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return rowOrNil(&r, s.get(ctx, &r, qGetCall, id))
 }
 
 // FindCallByIdempotencyKey returns the call created with the key, or nil.
 func (s *Store) FindCallByIdempotencyKey(ctx context.Context, key string) (*CallRow, error) {
 	var r CallRow
-	err := s.get(ctx, &r, qCallByIdemKey, key)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return rowOrNil(&r, s.get(ctx, &r, qCallByIdemKey, key))
 }
 
 // CallFilter selects calls from the history. Zero fields do not filter.

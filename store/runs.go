@@ -92,21 +92,13 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 // GetRun reads a run inside a transaction; nil when there is none.
 func (tx *Tx) GetRun(id string) (*RunRow, error) {
 	var r RunRow
-	err := tx.get(&r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return &r, err
+	return rowOrNil(&r, tx.get(&r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 }
 
 // GetRun reads a run; nil when there is none.
 func (s *Store) GetRun(ctx context.Context, id string) (*RunRow, error) {
 	var r RunRow
-	err := s.readers.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return &r, err
+	return rowOrNil(&r, s.readers.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 }
 
 // RunMessages returns a run's messages (JSON each) in order.

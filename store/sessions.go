@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -100,27 +99,13 @@ func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
 // none with that id.
 func (tx *Tx) GetSession(id string) (*SessionRow, error) {
 	var r SessionRow
-	err := tx.get(&r, qGetSession, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return rowOrNil(&r, tx.get(&r, qGetSession, id))
 }
 
 // GetSession reads one session; nil when there is none with that id.
 func (s *Store) GetSession(ctx context.Context, id string) (*SessionRow, error) {
 	var r SessionRow
-	err := s.get(ctx, &r, qGetSession, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return rowOrNil(&r, s.get(ctx, &r, qGetSession, id))
 }
 
 // OpenSessions lists every session that is neither closed nor expired.
@@ -133,12 +118,5 @@ func (s *Store) OpenSessions(ctx context.Context) ([]SessionRow, error) {
 // FindSessionByTokenHash returns the session whose token has the hash, or nil.
 func (s *Store) FindSessionByTokenHash(ctx context.Context, hash string) (*SessionRow, error) {
 	var r SessionRow
-	err := s.get(ctx, &r, qSessionByToken, hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return rowOrNil(&r, s.get(ctx, &r, qSessionByToken, hash))
 }

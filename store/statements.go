@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -103,6 +104,18 @@ func (tx *Tx) namedExec(q string, arg any) (sql.Result, error) {
 		return nil, err
 	}
 	return st.Exec(args...)
+}
+
+// rowOrNil is a one-row read's outcome as a pointer: r when the row was
+// read, nil and no error when there was none, nil and err otherwise.
+func rowOrNil[T any](r *T, err error) (*T, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // get reads one row from the read pool.
