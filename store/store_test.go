@@ -353,23 +353,12 @@ func TestRateLimitCountsMarkedCalls(t *testing.T) {
 				return err
 			}
 		}
-		for _, q := range []struct {
-			session string
-			want    int
-		}{{"s", 1}, {"", 1}} {
-			got, err := tx.RecentCallTimes(q.session, "send", now.Add(-time.Hour))
-			if err != nil {
-				return err
-			}
-			if len(got) != q.want {
-				t.Errorf("session %q: %d calls counted, want %d", q.session, len(got), q.want)
-			}
-		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkRateCounts(t, st, now, []rateCount{{"s", "send", 1}, {"", "send", 1}})
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
@@ -428,17 +417,28 @@ func TestUpgradeKeepsRateLimitCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	err = st.Write(context.Background(), func(tx *store.Tx) error {
-		for _, c := range []struct {
-			session, tool string
-			want          int
-		}{{"s", "limited", 1}, {"s", "free", 0}, {"", "current_time", 1}} {
+	checkRateCounts(t, st, now, []rateCount{{"s", "limited", 1}, {"s", "free", 0}, {"", "current_time", 1}})
+}
+
+// rateCount is how many calls of a tool in a session (empty: a built-in)
+// a rate limit should count in the last hour.
+type rateCount struct {
+	session, tool string
+	want          int
+}
+
+// checkRateCounts reads, in a write transaction as the engine does, how
+// many calls each rate limit counts in the hour before now.
+func checkRateCounts(t *testing.T, st *store.Store, now time.Time, counts []rateCount) {
+	t.Helper()
+	err := st.Write(context.Background(), func(tx *store.Tx) error {
+		for _, c := range counts {
 			got, err := tx.RecentCallTimes(c.session, c.tool, now.Add(-time.Hour))
 			if err != nil {
 				return err
 			}
 			if len(got) != c.want {
-				t.Errorf("%s after the upgrade: %d calls counted, want %d", c.tool, len(got), c.want)
+				t.Errorf("session %q, tool %s: %d calls counted, want %d", c.session, c.tool, len(got), c.want)
 			}
 		}
 		return nil
