@@ -43,11 +43,13 @@ func TestHarnessEndToEnd(t *testing.T) {
 		t.Fatalf("results.json: %v\n%s", err, b)
 	}
 	common := []string{"roundtrip_p50_us", "roundtrip_p99_us", "http_roundtrip_p50_us", "http_roundtrip_p99_us",
-		"calls_per_s_4", "calls_per_s_8", "http_calls_per_s_4"}
+		"calls_per_s_4", "calls_per_s_8", "http_calls_per_s_4",
+		"gateway_cpu_us_per_call_4", "gateway_cpu_us_per_call_8", "http_gateway_cpu_us_per_call_4", "http_caller_cpu_us_per_call_4"}
+	withClients := append([]string{"client_cpu_us_per_call_4", "client_cpu_us_per_call_8", "http_client_cpu_us_per_call_4"}, common...)
 	want := map[string][]string{
-		sysSSE:      append([]string{"db_transactions_per_call", "idle_session_bytes"}, common...),
-		sysPoll:     append([]string{"db_transactions_per_call"}, common...),
-		sysBaseline: append([]string{"idle_session_bytes"}, common...),
+		sysSSE:      append([]string{"db_transactions_per_call", "idle_session_bytes"}, withClients...),
+		sysPoll:     append([]string{"db_transactions_per_call"}, withClients...),
+		sysBaseline: append([]string{"idle_session_bytes"}, withClients...),
 		sysFloor:    common,
 	}
 	for sys, keys := range want {
@@ -104,5 +106,31 @@ func TestSummarize(t *testing.T) {
 	}
 	if s := summarize([]float64{4, 1, 3, 2}); s.Median != 2.5 {
 		t.Errorf("median of 1..4 = %v, want 2.5", s.Median)
+	}
+}
+
+// TestParseStatCPU reads utime and stime from /proc/PID/stat lines,
+// including a command name with spaces and parentheses, and refuses
+// malformed ones.
+func TestParseStatCPU(t *testing.T) {
+	line := "4242 (toolgate (x) y) S 1 4242 4242 0 -1 4194560 1529 0 0 0 250 37 0 0 20 0 9 0 1234 1000 200 0 0"
+	got, err := parseStatCPU(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2870 * time.Millisecond; got != want {
+		t.Errorf("CPU = %s, want %s (287 ticks)", got, want)
+	}
+	for _, bad := range []string{"", "4242 toolgate S 1", "4242 (toolgate) S 1 2 3", "4242 (t) S 1 4242 4242 0 -1 4194560 1529 0 0 0 x 37 0"} {
+		if _, err := parseStatCPU(bad); err == nil {
+			t.Errorf("parseStatCPU(%q) took a malformed line", bad)
+		}
+	}
+	self, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self < 0 {
+		t.Errorf("this process's CPU = %s", self)
 	}
 }

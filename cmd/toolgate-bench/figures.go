@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,9 @@ type load struct {
 	callsPerSec float64
 	calls       int64
 	txPerCall   float64 // 0 when the system has no database
+	// cpuPerCall is the CPU time each measured process spent per call, in
+	// microseconds, by role.
+	cpuPerCall map[string]float64
 }
 
 // throughput runs conc callers, caller i calling session i in a loop, for
@@ -92,12 +96,19 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 				return err
 			}
 		}
+		cpu0, err := readCPU(t.cpu)
+		if err != nil {
+			return err
+		}
 		if !sleepCtx(ctx, dur) {
 			return nil
 		}
 		c1, t1 := done.Load(), time.Now()
+		cpu1, err := readCPU(t.cpu)
+		if err != nil {
+			return err
+		}
 		if t.transactions != nil {
-			var err error
 			if tx1, err = t.transactions(ctx); err != nil {
 				return err
 			}
@@ -106,6 +117,12 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 		res.callsPerSec = float64(res.calls) / t1.Sub(t0).Seconds()
 		if res.calls > 0 && t.transactions != nil {
 			res.txPerCall = (tx1 - tx0) / float64(res.calls)
+		}
+		if res.calls > 0 {
+			res.cpuPerCall = map[string]float64{}
+			for i, m := range t.cpu {
+				res.cpuPerCall[m.role] = micros(cpu1[i]-cpu0[i]) / float64(res.calls)
+			}
 		}
 		return nil
 	}()
@@ -260,4 +277,28 @@ func recoveryTimes(ctx context.Context, bin, tmp, agentKey string, sessions, cal
 		return 0, 0, errors.New("calls delivered again before the restart: the clients reconnected to something else")
 	}
 	return servingAt.Sub(start), deliveredAt.Sub(start), nil
+}
+
+// addCPU records a load's CPU time per call of each process, as
+// prefix<role>_cpu_us_per_call_<conc>.
+func (c *collector) addCPU(t *target, l load, prefix string, conc int) {
+	for _, m := range t.cpu {
+		if v, ok := l.cpuPerCall[m.role]; ok {
+			c.add(t.system, fmt.Sprintf("%s%s_cpu_us_per_call_%d", prefix, m.role, conc), v)
+		}
+	}
+}
+
+// cpuText is the CPU per call of a load for the progress log.
+func (l load) cpuText() string {
+	var b strings.Builder
+	for _, role := range []string{roleGateway, roleClient, roleCaller} {
+		if v, ok := l.cpuPerCall[role]; ok {
+			fmt.Fprintf(&b, "  %s %.0f", role, v)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return b.String() + " µs CPU/call"
 }

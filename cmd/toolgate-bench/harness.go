@@ -98,7 +98,8 @@ func inProcessFigures(ctx context.Context, cfg *config, c *collector, tmp, agent
 					return err
 				}
 				c.add(t.system, fmt.Sprintf("calls_per_s_%d", conc), l.callsPerSec)
-				logf("round %d in-process %3d callers %-18s %8.0f calls/s", r+1, conc, t.system, l.callsPerSec)
+				c.addCPU(t, l, "", conc)
+				logf("round %d in-process %3d callers %-18s %8.0f calls/s%s", r+1, conc, t.system, l.callsPerSec, l.cpuText())
 			}
 		}
 	}
@@ -166,7 +167,8 @@ func processFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, ag
 				return err
 			}
 			c.add(t.system, fmt.Sprintf("http_calls_per_s_%d", conc), l.callsPerSec)
-			msg := fmt.Sprintf("round %d HTTP %3d callers %-18s %8.0f calls/s", r+1, conc, t.system, l.callsPerSec)
+			c.addCPU(t, l, "http_", conc)
+			msg := fmt.Sprintf("round %d HTTP %3d callers %-18s %8.0f calls/s%s", r+1, conc, t.system, l.callsPerSec, l.cpuText())
 			if t.transactions != nil {
 				c.add(t.system, "db_transactions_per_call", l.txPerCall)
 				if t.system == sysSSE {

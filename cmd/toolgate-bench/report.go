@@ -139,6 +139,8 @@ func writeResults(path string, v any) error {
 // units names the unit of each figure in the table.
 func unit(metric string) string {
 	switch {
+	case strings.Contains(metric, "_cpu_us_per_call_"):
+		return "µs CPU"
 	case strings.HasSuffix(metric, "_us"):
 		return "µs"
 	case strings.HasSuffix(metric, "_ms"):

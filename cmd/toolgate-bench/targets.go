@@ -39,7 +39,9 @@ type target struct {
 	call func(ctx context.Context, i int) error
 	// transactions, for toolgate, returns the database transactions so far.
 	transactions func(ctx context.Context) (float64, error)
-	stop         func()
+	// cpu reads the CPU time of the processes a load runs in.
+	cpu  []cpuMeter
+	stop func()
 }
 
 // stopAll stops targets in order.
@@ -105,6 +107,7 @@ func inProcessTargets(ctx context.Context, tmp, agentKey string, n int) ([]*targ
 			}
 			return checkCompleted(rec.Status, rec.Output)
 		},
+		cpu:  []cpuMeter{selfCPU(roleGateway), pidCPU(roleClient, bcl.pid())},
 		stop: func() { bcl.stop(); bsrv.Close() },
 	})
 	fsrv, err := startHTTPServer(floorHandler())
@@ -112,6 +115,7 @@ func inProcessTargets(ctx context.Context, tmp, agentKey string, n int) ([]*targ
 		return fail(err)
 	}
 	ft := floorTarget(fsrv.URL, n)
+	ft.cpu = []cpuMeter{selfCPU(roleGateway)}
 	ft.stop = fsrv.Close
 	return append(ts, ft), nil
 }
@@ -147,6 +151,7 @@ func inProcessToolgate(ctx context.Context, sys, db, agentKey string, n int) (*t
 			return checkCompleted(string(final.Status), final.Output)
 		},
 		transactions: func(context.Context) (float64, error) { return float64(srv.Store.Transactions()), nil },
+		cpu:          []cpuMeter{selfCPU(roleGateway), pidCPU(roleClient, cl.pid())},
 		stop:         func() { cl.stop(); stopServer() },
 	}, nil
 }
@@ -177,6 +182,7 @@ func processTargets(ctx context.Context, bin, tmp, agentKey string, n int) ([]*t
 			transactions: func(ctx context.Context) (float64, error) {
 				return metricValue(ctx, client, url+"/metrics", "toolgate_db_transactions_total")
 			},
+			cpu:  []cpuMeter{pidCPU(roleGateway, g.proc.pid()), pidCPU(roleClient, cl.pid()), selfCPU(roleCaller)},
 			stop: func() { cl.stop(); g.kill() },
 		})
 	}
@@ -195,6 +201,7 @@ func processTargets(ctx context.Context, bin, tmp, agentKey string, n int) ([]*t
 		return fail(err)
 	}
 	ts = append(ts, &target{system: sysBaseline, sessions: bsess, call: httpCaller(client, burl, agentKey, bsess),
+		cpu:  []cpuMeter{pidCPU(roleGateway, bp.pid()), pidCPU(roleClient, bcl.pid()), selfCPU(roleCaller)},
 		stop: func() { bcl.stop(); bp.stop() }})
 	fp, err := selfChild("serve-floor", "serve-floor")
 	if err != nil {
@@ -206,6 +213,7 @@ func processTargets(ctx context.Context, bin, tmp, agentKey string, n int) ([]*t
 		return fail(err)
 	}
 	ft := floorTarget(furl, n)
+	ft.cpu = []cpuMeter{pidCPU(roleGateway, fp.pid()), selfCPU(roleCaller)}
 	ft.stop = fp.stop
 	return append(ts, ft), nil
 }
