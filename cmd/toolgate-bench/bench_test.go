@@ -44,6 +44,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 	}
 	common := []string{"roundtrip_p50_us", "roundtrip_p99_us", "http_roundtrip_p50_us", "http_roundtrip_p99_us",
 		"calls_per_s_4", "calls_per_s_8", "http_calls_per_s_4",
+		"load_p50_us_4", "load_p99_us_8", "http_load_p50_us_4", "http_load_p99_us_4",
 		"gateway_cpu_us_per_call_4", "gateway_cpu_us_per_call_8", "http_gateway_cpu_us_per_call_4", "http_caller_cpu_us_per_call_4"}
 	withClients := append([]string{"client_cpu_us_per_call_4", "client_cpu_us_per_call_8", "http_client_cpu_us_per_call_4"}, common...)
 	want := map[string][]string{
@@ -132,5 +133,37 @@ func TestParseStatCPU(t *testing.T) {
 	}
 	if self < 0 {
 		t.Errorf("this process's CPU = %s", self)
+	}
+}
+
+// TestWindowLatency takes the percentiles of the calls that ended inside
+// the measured window only, from every caller.
+func TestWindowLatency(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	t1 := t0.Add(time.Second)
+	ms := time.Millisecond
+	timed := [][]timedCall{
+		{{t0.Add(-ms), 900 * ms}, {t0, 1 * ms}, {t0.Add(10 * ms), 2 * ms}},
+		{{t0.Add(500 * ms), 3 * ms}, {t1, 4 * ms}, {t1.Add(ms), 800 * ms}},
+	}
+	p50, p99 := windowLatency(timed, t0, t1)
+	if p50 != 2000 || p99 != 4000 {
+		t.Errorf("p50, p99 = %v, %v µs; want 2000, 4000 (the calls ending before or after the window left out)", p50, p99)
+	}
+	if p50, p99 := windowLatency(timed, t1.Add(time.Hour), t1.Add(2*time.Hour)); p50 != 0 || p99 != 0 {
+		t.Errorf("an empty window gave %v, %v", p50, p99)
+	}
+}
+
+// TestUnits names the unit of every kind of figure in the table.
+func TestUnits(t *testing.T) {
+	for metric, want := range map[string]string{
+		"roundtrip_p50_us": "µs", "http_load_p99_us_64": "µs", "calls_per_s_64": "calls/s",
+		"http_gateway_cpu_us_per_call_64": "µs CPU", "recovery_serving_ms": "ms", "idle_session_bytes": "bytes",
+		"db_transactions_per_call": "",
+	} {
+		if got := unit(metric); got != want {
+			t.Errorf("unit(%q) = %q, want %q", metric, got, want)
+		}
 	}
 }

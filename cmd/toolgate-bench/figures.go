@@ -53,6 +53,15 @@ type load struct {
 	// cpuPerCall is the CPU time each measured process spent per call, in
 	// microseconds, by role.
 	cpuPerCall map[string]float64
+	// p50, p99 are the round trips, in microseconds, of the calls that
+	// ended within the measured time: the latency under this load.
+	p50, p99 float64
+}
+
+// timedCall is one call of a load: when it ended and how long it took.
+type timedCall struct {
+	end time.Time
+	d   time.Duration
 }
 
 // throughput runs conc callers, caller i calling session i in a loop, for
@@ -68,27 +77,33 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
+	timed := make([][]timedCall, conc) // per caller, so no lock is shared
 	for i := range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
+				start := time.Now()
 				if err := t.call(ctx, i); err != nil {
 					if ctx.Err() == nil || !stop.Load() {
 						errOnce.Do(func() { firstErr = err; stop.Store(true); cancel() })
 					}
 					return
 				}
+				end := time.Now()
+				timed[i] = append(timed[i], timedCall{end, end.Sub(start)})
 				done.Add(1)
 			}
 		}()
 	}
+	var t0, t1 time.Time
 	var res load
 	err := func() error {
 		if !sleepCtx(ctx, warmup) {
 			return nil
 		}
-		c0, t0 := done.Load(), time.Now()
+		c0 := done.Load()
+		t0 = time.Now()
 		var tx0, tx1 float64
 		if t.transactions != nil {
 			var err error
@@ -103,7 +118,8 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 		if !sleepCtx(ctx, dur) {
 			return nil
 		}
-		c1, t1 := done.Load(), time.Now()
+		c1 := done.Load()
+		t1 = time.Now()
 		cpu1, err := readCPU(t.cpu)
 		if err != nil {
 			return err
@@ -137,7 +153,25 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 	if ctx.Err() != nil {
 		return load{}, ctx.Err()
 	}
+	res.p50, res.p99 = windowLatency(timed, t0, t1)
 	return res, nil
+}
+
+// windowLatency returns the p50 and p99, in microseconds, of the calls
+// that ended between t0 and t1 (0, 0 when none did).
+func windowLatency(timed [][]timedCall, t0, t1 time.Time) (p50, p99 float64) {
+	var d []time.Duration
+	for _, calls := range timed {
+		for _, c := range calls {
+			if !c.end.Before(t0) && !c.end.After(t1) {
+				d = append(d, c.d)
+			}
+		}
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	return micros(percentile(d, 50)), micros(percentile(d, 99))
 }
 
 // sleepCtx sleeps d unless ctx ends first; it reports whether it slept.
@@ -301,4 +335,14 @@ func (l load) cpuText() string {
 		return ""
 	}
 	return b.String() + " µs CPU/call"
+}
+
+// addLoadLatency records a load's round trips, as
+// prefix_load_p50_us_<conc> and prefix_load_p99_us_<conc>.
+func (c *collector) addLoadLatency(t *target, l load, prefix string, conc int) {
+	if l.calls == 0 {
+		return
+	}
+	c.add(t.system, fmt.Sprintf("%sload_p50_us_%d", prefix, conc), l.p50)
+	c.add(t.system, fmt.Sprintf("%sload_p99_us_%d", prefix, conc), l.p99)
 }

@@ -98,8 +98,9 @@ func inProcessFigures(ctx context.Context, cfg *config, c *collector, tmp, agent
 					return err
 				}
 				c.add(t.system, fmt.Sprintf("calls_per_s_%d", conc), l.callsPerSec)
+				c.addLoadLatency(t, l, "", conc)
 				c.addCPU(t, l, "", conc)
-				logf("round %d in-process %3d callers %-18s %8.0f calls/s%s", r+1, conc, t.system, l.callsPerSec, l.cpuText())
+				logf("round %d in-process %3d callers %-18s %8.0f calls/s  p50 %5.0f p99 %6.0f µs%s", r+1, conc, t.system, l.callsPerSec, l.p50, l.p99, l.cpuText())
 			}
 		}
 	}
@@ -167,8 +168,9 @@ func processFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, ag
 				return err
 			}
 			c.add(t.system, fmt.Sprintf("http_calls_per_s_%d", conc), l.callsPerSec)
+			c.addLoadLatency(t, l, "http_", conc)
 			c.addCPU(t, l, "http_", conc)
-			msg := fmt.Sprintf("round %d HTTP %3d callers %-18s %8.0f calls/s%s", r+1, conc, t.system, l.callsPerSec, l.cpuText())
+			msg := fmt.Sprintf("round %d HTTP %3d callers %-18s %8.0f calls/s  p50 %5.0f p99 %6.0f µs%s", r+1, conc, t.system, l.callsPerSec, l.p50, l.p99, l.cpuText())
 			if t.transactions != nil {
 				c.add(t.system, "db_transactions_per_call", l.txPerCall)
 				if t.system == sysSSE {

@@ -141,7 +141,7 @@ func unit(metric string) string {
 	switch {
 	case strings.Contains(metric, "_cpu_us_per_call_"):
 		return "µs CPU"
-	case strings.HasSuffix(metric, "_us"):
+	case strings.HasSuffix(metric, "_us"), strings.Contains(metric, "_us_"):
 		return "µs"
 	case strings.HasSuffix(metric, "_ms"):
 		return "ms"
