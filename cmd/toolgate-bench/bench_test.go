@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/cputime"
 )
 
 // TestHarnessEndToEnd builds toolgate-bench and runs it at a tiny scale —
@@ -127,30 +129,49 @@ func TestParseStatCPU(t *testing.T) {
 			t.Errorf("parseStatCPU(%q) took a malformed line", bad)
 		}
 	}
-	self, err := processCPU(os.Getpid())
+}
+
+// TestProcessCPUAgreesWithGetrusage reads this process's CPU time from
+// /proc after burning some, and checks it against getrusage: a wrong
+// field or tick rate would be off by far more than the 10 ms ticks.
+func TestProcessCPUAgreesWithGetrusage(t *testing.T) {
+	// Work until this process has used 300 ms of CPU by getrusage (on a
+	// busy machine that may take longer than 300 ms of wall time).
+	x := uint64(1)
+	for cputime.Process() < 300*time.Millisecond {
+		for range 100000 {
+			x = x*6364136223846793005 + 1
+		}
+	}
+	burnSink = x
+	fromProc, err := processCPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if self < 0 {
-		t.Errorf("this process's CPU = %s", self)
+	fromRusage := cputime.Process()
+	if diff := fromRusage - fromProc; diff < -30*time.Millisecond || diff > 30*time.Millisecond {
+		t.Errorf("/proc says %s, getrusage %s", fromProc, fromRusage)
 	}
 }
+
+// burnSink keeps the busy loop of TestProcessCPUAgreesWithGetrusage.
+var burnSink uint64
 
 // TestWindowLatency takes the percentiles of the calls that ended inside
 // the measured window only, from every caller.
 func TestWindowLatency(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	t1 := t0.Add(time.Second)
+	t0 := 1000 * time.Millisecond
+	t1 := t0 + time.Second
 	ms := time.Millisecond
 	timed := [][]timedCall{
-		{{t0.Add(-ms), 900 * ms}, {t0, 1 * ms}, {t0.Add(10 * ms), 2 * ms}},
-		{{t0.Add(500 * ms), 3 * ms}, {t1, 4 * ms}, {t1.Add(ms), 800 * ms}},
+		{{t0 - ms, 900 * ms}, {t0, 1 * ms}, {t0 + 10*ms, 2 * ms}},
+		{{t0 + 500*ms, 3 * ms}, {t1, 4 * ms}, {t1 + ms, 800 * ms}},
 	}
 	p50, p99 := windowLatency(timed, t0, t1)
 	if p50 != 2000 || p99 != 4000 {
 		t.Errorf("p50, p99 = %v, %v µs; want 2000, 4000 (the calls ending before or after the window left out)", p50, p99)
 	}
-	if p50, p99 := windowLatency(timed, t1.Add(time.Hour), t1.Add(2*time.Hour)); p50 != 0 || p99 != 0 {
+	if p50, p99 := windowLatency(timed, t1+time.Hour, t1+2*time.Hour); p50 != 0 || p99 != 0 {
 		t.Errorf("an empty window gave %v, %v", p50, p99)
 	}
 }

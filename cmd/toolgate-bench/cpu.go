@@ -26,8 +26,8 @@ const (
 
 // cpuMeter reads the CPU time one process has used so far.
 type cpuMeter struct {
-	role string
-	read func() (time.Duration, error)
+	role string                        // roleGateway, roleClient or roleCaller
+	read func() (time.Duration, error) // the process's user and system time so far
 }
 
 // selfCPU measures this process.
@@ -41,7 +41,9 @@ func pidCPU(role string, pid int) cpuMeter {
 }
 
 // clockTicksPerSecond is the unit of /proc/PID/stat's times (USER_HZ),
-// 100 on every Linux architecture Go supports.
+// 100 on every Linux architecture Go supports. (The harness runs on Linux
+// only: it also reads /proc for memory and has its children killed with
+// the harness by Pdeathsig.)
 const clockTicksPerSecond = 100
 
 // processCPU returns the user and system time a process and all its

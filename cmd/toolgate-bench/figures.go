@@ -58,10 +58,11 @@ type load struct {
 	p50, p99 float64
 }
 
-// timedCall is one call of a load: when it ended and how long it took.
+// timedCall is one call of a load: when it ended, as the time since the
+// load began, and how long it took. It holds no pointer, so the many
+// kept during a load cost the garbage collector nothing to scan.
 type timedCall struct {
-	end time.Time
-	d   time.Duration
+	end, took time.Duration
 }
 
 // throughput runs conc callers, caller i calling session i in a loop, for
@@ -77,60 +78,61 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
+	base := time.Now()
 	timed := make([][]timedCall, conc) // per caller, so no lock is shared
 	for i := range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				start := time.Now()
+				start := time.Since(base)
 				if err := t.call(ctx, i); err != nil {
 					if ctx.Err() == nil || !stop.Load() {
 						errOnce.Do(func() { firstErr = err; stop.Store(true); cancel() })
 					}
 					return
 				}
-				end := time.Now()
-				timed[i] = append(timed[i], timedCall{end, end.Sub(start)})
+				end := time.Since(base)
+				timed[i] = append(timed[i], timedCall{end, end - start})
 				done.Add(1)
 			}
 		}()
 	}
-	var t0, t1 time.Time
+	var t0, t1 time.Duration // the measured window, since base
 	var res load
 	err := func() error {
 		if !sleepCtx(ctx, warmup) {
 			return nil
 		}
-		c0 := done.Load()
-		t0 = time.Now()
-		var tx0, tx1 float64
-		if t.transactions != nil {
-			var err error
-			if tx0, err = t.transactions(ctx); err != nil {
-				return err
-			}
+		// Both ends read the same things in the same order, so that each
+		// count covers a window as long as the calls' and nearly at the
+		// same place: the transactions (an HTTP request to a busy gateway,
+		// milliseconds), then the CPU times, then the calls.
+		tx0, err := t.readTransactions(ctx)
+		if err != nil {
+			return err
 		}
 		cpu0, err := readCPU(t.cpu)
 		if err != nil {
 			return err
 		}
+		c0 := done.Load()
+		t0 = time.Since(base)
 		if !sleepCtx(ctx, dur) {
 			return nil
 		}
-		c1 := done.Load()
-		t1 = time.Now()
+		tx1, err := t.readTransactions(ctx)
+		if err != nil {
+			return err
+		}
 		cpu1, err := readCPU(t.cpu)
 		if err != nil {
 			return err
 		}
-		if t.transactions != nil {
-			if tx1, err = t.transactions(ctx); err != nil {
-				return err
-			}
-		}
+		c1 := done.Load()
+		t1 = time.Since(base)
 		res.calls = c1 - c0
-		res.callsPerSec = float64(res.calls) / t1.Sub(t0).Seconds()
+		res.callsPerSec = float64(res.calls) / (t1 - t0).Seconds()
 		if res.calls > 0 && t.transactions != nil {
 			res.txPerCall = (tx1 - tx0) / float64(res.calls)
 		}
@@ -158,13 +160,13 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 }
 
 // windowLatency returns the p50 and p99, in microseconds, of the calls
-// that ended between t0 and t1 (0, 0 when none did).
-func windowLatency(timed [][]timedCall, t0, t1 time.Time) (p50, p99 float64) {
+// that ended between t0 and t1, both included (0, 0 when none did).
+func windowLatency(timed [][]timedCall, t0, t1 time.Duration) (p50, p99 float64) {
 	var d []time.Duration
 	for _, calls := range timed {
 		for _, c := range calls {
-			if !c.end.Before(t0) && !c.end.After(t1) {
-				d = append(d, c.d)
+			if c.end >= t0 && c.end <= t1 {
+				d = append(d, c.took)
 			}
 		}
 	}
@@ -314,7 +316,7 @@ func recoveryTimes(ctx context.Context, bin, tmp, agentKey string, sessions, cal
 }
 
 // addCPU records a load's CPU time per call of each process, as
-// prefix<role>_cpu_us_per_call_<conc>.
+// <prefix><role>_cpu_us_per_call_<conc>.
 func (c *collector) addCPU(t *target, l load, prefix string, conc int) {
 	for _, m := range t.cpu {
 		if v, ok := l.cpuPerCall[m.role]; ok {
@@ -338,7 +340,7 @@ func (l load) cpuText() string {
 }
 
 // addLoadLatency records a load's round trips, as
-// prefix_load_p50_us_<conc> and prefix_load_p99_us_<conc>.
+// <prefix>load_p50_us_<conc> and <prefix>load_p99_us_<conc>.
 func (c *collector) addLoadLatency(t *target, l load, prefix string, conc int) {
 	if l.calls == 0 {
 		return

@@ -136,7 +136,7 @@ func writeResults(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// units names the unit of each figure in the table.
+// unit names the unit of a figure in the table.
 func unit(metric string) string {
 	switch {
 	case strings.Contains(metric, "_cpu_us_per_call_"):

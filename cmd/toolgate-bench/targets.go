@@ -44,6 +44,15 @@ type target struct {
 	stop func()
 }
 
+// readTransactions returns the database transactions so far, or 0 for a
+// system without a database.
+func (t *target) readTransactions(ctx context.Context) (float64, error) {
+	if t.transactions == nil {
+		return 0, nil
+	}
+	return t.transactions(ctx)
+}
+
 // stopAll stops targets in order.
 func stopAll(ts []*target) {
 	for _, t := range ts {
