@@ -2,7 +2,7 @@
 # gateway with its embedded defaults; `make test` runs the test suite.
 GO ?= go
 
-.PHONY: run build test vet e2e mobile-check bench
+.PHONY: run build test vet race e2e mobile-check bench
 
 run:
 	$(GO) run ./cmd/toolgate serve
@@ -16,6 +16,15 @@ vet:
 
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
+
+# The packages whose goroutines share state (the store's writer, the engine,
+# the stream hub, the SDK) under the race detector, which needs cgo: gcc is
+# installed with apt-get when missing.
+SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+race:
+	@command -v gcc >/dev/null 2>&1 || { echo "race: installing gcc with apt-get"; \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y gcc; }
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./mobile ./agentloop ./cmd/toolgate
 
 # End-to-end tests of the browser SDK and page in Debian's Chromium, behind nginx.
 e2e:
