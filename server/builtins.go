@@ -41,7 +41,7 @@ func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
 	entry := e.builtinEntries[name]
 	if entry == nil {
 		var err error
-		if entry, err = newToolEntry(agentloop.Spec(tool), time.Time{}); err != nil {
+		if entry, err = newToolEntry(e.schemas, agentloop.Spec(tool), time.Time{}); err != nil {
 			return nil, nil, err
 		}
 		e.builtinEntries[name] = entry

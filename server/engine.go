@@ -45,6 +45,7 @@ type Engine struct {
 	builtins BuiltinTools
 	hooks    *agentloop.Hooks // before-call hooks and registration rules
 	metrics  *metrics
+	schemas  *schemaCache // compiled argument schemas, shared among tools
 
 	// life ends when the engine closes; built-in tools run under it.
 	life    context.Context
@@ -102,6 +103,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		byToken:   map[string]*sessionState{},
 		waiters:   map[string]*callWaiters{},
 		openCalls: map[string]struct{}{},
+		schemas:   newSchemaCache(),
 		stop:      make(chan struct{}),
 		hooks:     &agentloop.Hooks{},
 

@@ -90,7 +90,7 @@ func (e *Engine) loadSessions(ctx context.Context) error {
 		if s == nil {
 			continue
 		}
-		entry, err := newToolEntry(t.Spec(), t.RegisteredTime())
+		entry, err := newToolEntry(e.schemas, t.Spec(), t.RegisteredTime())
 		if err != nil {
 			// A schema that compiled when registered should compile again;
 			// if a library upgrade changed that, keep the gateway serving.

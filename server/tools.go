@@ -53,11 +53,13 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return sch, nil
 }
 
-func newToolEntry(spec toolgate.ToolSpec, registeredAt time.Time) (*toolEntry, error) {
+// newToolEntry makes the entry of a tool, its schema compiled or shared
+// from schemas.
+func newToolEntry(schemas *schemaCache, spec toolgate.ToolSpec, registeredAt time.Time) (*toolEntry, error) {
 	if len(spec.Parameters) == 0 {
 		spec.Parameters = defaultParameters
 	}
-	sch, err := compileSchema(spec.Parameters)
+	sch, err := schemas.compile(spec.Parameters)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +124,7 @@ func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *too
 	} else {
 		spec.Parameters = json.RawMessage(compactJSON(spec.Parameters))
 	}
-	entry, err := newToolEntry(spec, e.now())
+	entry, err := newToolEntry(e.schemas, spec, e.now())
 	if err != nil {
 		return reject(toolgate.EBadRequest, "%v", err)
 	}

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate"
+)
+
+// textSchema is the parameters of the tools these tests register.
+const textSchema = `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`
+
+// registerTool registers one tool with the given parameters in a new
+// session of e and returns the session's id.
+func registerTool(t *testing.T, e *Engine, name, parameters string) string {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{
+		{Name: name, Description: "a test tool", Parameters: json.RawMessage(parameters)},
+	}})
+	if err != nil || res.Registered != 1 {
+		t.Fatalf("register %s: %+v %v", name, res, err)
+	}
+	return s.SessionID
+}
+
+// errorCode is the code of a *toolgate.Error, or "" for any other error.
+func errorCode(err error) string {
+	var te *toolgate.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return ""
+}
+
+// toolSchema returns the compiled schema of a session's tool.
+func toolSchema(t *testing.T, e *Engine, sessionID, name string) *jsonschema.Schema {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sessions[sessionID]
+	if s == nil || s.tools[name] == nil {
+		t.Fatalf("session %s has no tool %s", sessionID, name)
+	}
+	return s.tools[name].schema
+}
+
+// TestToolsWithTheSameParametersShareOneSchema registers one schema in two
+// sessions (once spaced differently: registration compacts it) and another
+// in a third: the first two share one compiled schema, and each still
+// checks the arguments of a call.
+func TestToolsWithTheSameParametersShareOneSchema(t *testing.T) {
+	srv, _ := serveWithTool(t, nil, "unused")
+	e := srv.Engine
+	a := registerTool(t, e, "echo", textSchema)
+	b := registerTool(t, e, "echo", `{ "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] }`)
+	c := registerTool(t, e, "echo", `{"type":"object","properties":{"n":{"type":"integer"}}}`)
+	if toolSchema(t, e, a, "echo") != toolSchema(t, e, b, "echo") {
+		t.Error("two tools with the same parameters have two compiled schemas")
+	}
+	if toolSchema(t, e, a, "echo") == toolSchema(t, e, c, "echo") {
+		t.Error("tools with different parameters share a schema")
+	}
+	ctx := context.Background()
+	for _, sid := range []string{a, b} {
+		_, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{"text":7}`)}, "")
+		if errorCode(err) != toolgate.EInvalidArgs {
+			t.Errorf("session %s: a call with text 7 gave %v, want %s", sid, err, toolgate.EInvalidArgs)
+		}
+	}
+	if _, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: c, Tool: "echo", Args: json.RawMessage(`{"n":"x"}`)}, ""); errorCode(err) != toolgate.EInvalidArgs {
+		t.Errorf("the third tool took n=\"x\": %v", err)
+	}
+}
+
+// TestLoadedToolsShareOneSchema restarts a gateway whose sessions offer
+// the same tool: the tools it loads at start share one compiled schema.
+func TestLoadedToolsShareOneSchema(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.DBPath = filepath.Join(t.TempDir(), "toolgate.db")
+	cfg.AgentKey = "test-agent-key"
+	ctx := context.Background()
+	first, err := New(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sessions []string
+	for range 3 {
+		sessions = append(sessions, registerTool(t, first.Engine, "echo", textSchema))
+	}
+	first.Engine.Close()
+	first.Store.Close()
+	first.listener.Close()
+
+	again, err := New(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { again.Engine.Close(); again.Store.Close(); again.listener.Close() }()
+	shared := toolSchema(t, again.Engine, sessions[0], "echo")
+	for _, sid := range sessions[1:] {
+		if toolSchema(t, again.Engine, sid, "echo") != shared {
+			t.Errorf("session %s's tool was compiled again at start", sid)
+		}
+	}
+}
+
+// TestSchemaCacheForgetsUnusedSchemas: a schema is compiled once while it
+// is used, a malformed one is refused each time and never kept, and an
+// entry goes once no one holds its schema.
+func TestSchemaCacheForgetsUnusedSchemas(t *testing.T) {
+	c := newSchemaCache()
+	first, err := c.compile(json.RawMessage(textSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := c.compile(json.RawMessage(textSchema)); again != first {
+		t.Error("the same parameters compiled twice")
+	}
+	for range 2 {
+		if _, err := c.compile(json.RawMessage(`{"type":"string"}`)); err == nil {
+			t.Error("a schema whose type is not object was taken")
+		}
+	}
+	if n := c.size(); n != 1 {
+		t.Errorf("%d entries, want 1 (refused schemas are not kept)", n)
+	}
+	runtime.KeepAlive(first)
+	first = nil
+	for deadline := time.Now().Add(10 * time.Second); c.size() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries after the schema's last holder let go, want 0", c.size())
+		}
+		runtime.GC()
+	}
+}
