@@ -19,11 +19,12 @@ test: vet
 
 # The packages whose goroutines share state (the store's writer, the engine,
 # the stream hub, the SDK) under the race detector, which needs cgo: gcc is
-# installed with apt-get when missing.
+# installed with apt-get (with the C library headers it links against) when
+# missing.
 SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 race:
 	@command -v gcc >/dev/null 2>&1 || { echo "race: installing gcc with apt-get"; \
-		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y gcc; }
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./mobile ./agentloop ./cmd/toolgate
 
 # End-to-end tests of the browser SDK and page in Debian's Chromium, behind nginx.

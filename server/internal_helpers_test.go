@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate"
@@ -20,14 +21,8 @@ func serveWithTool(t *testing.T, configure func(*Config), tool string) (*Server,
 	if configure != nil {
 		configure(&cfg)
 	}
-	srv, err := New(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	srv, _ := startServer(t, cfg)
+	ctx := context.Background()
 	s, err := srv.Engine.CreateSession(ctx, toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -36,4 +31,29 @@ func serveWithTool(t *testing.T, configure func(*Config), tool string) (*Server,
 		t.Fatal(err)
 	}
 	return srv, s.SessionID
+}
+
+// startServer starts a server with cfg and serves until stop, which shuts
+// it down as a process does at exit (and runs when the test ends, if not
+// before).
+func startServer(t *testing.T, cfg Config) (srv *Server, stop func()) {
+	t.Helper()
+	srv, err := New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return srv, stop
 }

@@ -19,7 +19,10 @@ import (
 //
 // The cache holds its schemas weakly: once no tool uses a schema it is
 // collected and its entry removed, so what clients register never grows
-// the cache beyond the schemas their tools hold anyway.
+// the cache beyond the schemas their tools hold anyway (the map itself
+// keeps the size it reached, some 50 bytes an entry). A client can tell
+// from how fast a registration is whether a tool of another session has
+// the very same parameters; the parameters themselves are not told.
 type schemaCache struct {
 	mu      sync.Mutex
 	schemas map[[sha256.Size]byte]weak.Pointer[jsonschema.Schema]

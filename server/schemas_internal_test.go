@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -79,8 +81,8 @@ func TestToolsWithTheSameParametersShareOneSchema(t *testing.T) {
 			t.Errorf("session %s: a call with text 7 gave %v, want %s", sid, err, toolgate.EInvalidArgs)
 		}
 	}
-	if _, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: c, Tool: "echo", Args: json.RawMessage(`{"n":"x"}`)}, ""); errorCode(err) != toolgate.EInvalidArgs {
-		t.Errorf("the third tool took n=\"x\": %v", err)
+	if _, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: c, Tool: "echo", Args: json.RawMessage(`{"text":"a","n":"x"}`)}, ""); errorCode(err) != toolgate.EInvalidArgs {
+		t.Errorf("the third tool took n=\"x\" (with a text, which its schema does not ask for): %v", err)
 	}
 }
 
@@ -91,24 +93,14 @@ func TestLoadedToolsShareOneSchema(t *testing.T) {
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DBPath = filepath.Join(t.TempDir(), "toolgate.db")
 	cfg.AgentKey = "test-agent-key"
-	ctx := context.Background()
-	first, err := New(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, stop := startServer(t, cfg)
 	var sessions []string
 	for range 3 {
 		sessions = append(sessions, registerTool(t, first.Engine, "echo", textSchema))
 	}
-	first.Engine.Close()
-	first.Store.Close()
-	first.listener.Close()
+	stop()
 
-	again, err := New(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { again.Engine.Close(); again.Store.Close(); again.listener.Close() }()
+	again, _ := startServer(t, cfg)
 	shared := toolSchema(t, again.Engine, sessions[0], "echo")
 	for _, sid := range sessions[1:] {
 		if toolSchema(t, again.Engine, sid, "echo") != shared {
@@ -144,5 +136,26 @@ func TestSchemaCacheForgetsUnusedSchemas(t *testing.T) {
 			t.Fatalf("%d entries after the schema's last holder let go, want 0", c.size())
 		}
 		runtime.GC()
+	}
+}
+
+// TestSchemaCacheKeepsANewerEntry: the cleanup of a collected schema
+// removes its key only while the key still holds that schema, not a
+// schema compiled again for the same parameters since.
+func TestSchemaCacheKeepsANewerEntry(t *testing.T) {
+	c := newSchemaCache()
+	current, err := c.compile(json.RawMessage(textSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := sha256.Sum256([]byte(textSchema))
+	collected := new(jsonschema.Schema) // stands for the schema the key held before
+	c.forget(cacheEntry{key, weak.Make(collected)})
+	if got := c.lookup(key); got != current {
+		t.Fatalf("the cleanup of an older schema removed the current one (lookup gave %p, want %p)", got, current)
+	}
+	c.forget(cacheEntry{key, weak.Make(current)})
+	if c.size() != 0 {
+		t.Error("the cleanup of the current schema left its entry")
 	}
 }
