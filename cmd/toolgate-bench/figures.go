@@ -98,48 +98,52 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 			}
 		}()
 	}
-	var t0, t1 time.Duration // the measured window, since base
+	// mark reads what a load counts at one end of its measured window. Both
+	// ends read the same things in the same order, so that each count
+	// covers a window as long as the calls' and nearly at the same place:
+	// the transactions (an HTTP request to a busy gateway, milliseconds),
+	// then the CPU times, then the calls and the time.
+	type mark struct {
+		tx    float64
+		cpu   []time.Duration
+		calls int64
+		at    time.Duration // since base
+	}
+	read := func() (m mark, err error) {
+		if m.tx, err = t.readTransactions(ctx); err != nil {
+			return m, err
+		}
+		if m.cpu, err = readCPU(t.cpu); err != nil {
+			return m, err
+		}
+		m.calls, m.at = done.Load(), time.Since(base)
+		return m, nil
+	}
+	var first, last mark
 	var res load
 	err := func() error {
 		if !sleepCtx(ctx, warmup) {
 			return nil
 		}
-		// Both ends read the same things in the same order, so that each
-		// count covers a window as long as the calls' and nearly at the
-		// same place: the transactions (an HTTP request to a busy gateway,
-		// milliseconds), then the CPU times, then the calls.
-		tx0, err := t.readTransactions(ctx)
-		if err != nil {
+		var err error
+		if first, err = read(); err != nil {
 			return err
 		}
-		cpu0, err := readCPU(t.cpu)
-		if err != nil {
-			return err
-		}
-		c0 := done.Load()
-		t0 = time.Since(base)
 		if !sleepCtx(ctx, dur) {
 			return nil
 		}
-		tx1, err := t.readTransactions(ctx)
-		if err != nil {
+		if last, err = read(); err != nil {
 			return err
 		}
-		cpu1, err := readCPU(t.cpu)
-		if err != nil {
-			return err
-		}
-		c1 := done.Load()
-		t1 = time.Since(base)
-		res.calls = c1 - c0
-		res.callsPerSec = float64(res.calls) / (t1 - t0).Seconds()
+		res.calls = last.calls - first.calls
+		res.callsPerSec = float64(res.calls) / (last.at - first.at).Seconds()
 		if res.calls > 0 && t.transactions != nil {
-			res.txPerCall = (tx1 - tx0) / float64(res.calls)
+			res.txPerCall = (last.tx - first.tx) / float64(res.calls)
 		}
 		if res.calls > 0 {
 			res.cpuPerCall = map[string]float64{}
 			for i, m := range t.cpu {
-				res.cpuPerCall[m.role] = micros(cpu1[i]-cpu0[i]) / float64(res.calls)
+				res.cpuPerCall[m.role] = micros(last.cpu[i]-first.cpu[i]) / float64(res.calls)
 			}
 		}
 		return nil
@@ -155,7 +159,7 @@ func throughput(ctx context.Context, t *target, conc int, warmup, dur time.Durat
 	if ctx.Err() != nil {
 		return load{}, ctx.Err()
 	}
-	res.p50, res.p99 = windowLatency(timed, t0, t1)
+	res.p50, res.p99 = windowLatency(timed, first.at, last.at)
 	return res, nil
 }
 
