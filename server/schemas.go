@@ -13,7 +13,7 @@ import (
 // schemaCache shares compiled argument schemas among the tools whose
 // parameters are the same bytes (registration stores them compacted). The
 // clients of one app register the same tools, and each compiled schema
-// costs about 90 µs to compile and 2 KB to keep: shared, a gateway holding
+// costs 50–90 µs to compile and about 2 KB to keep: shared, a gateway holding
 // thousands of such sessions compiles a schema once — at start-up, where
 // it loads every session's tools, too — and keeps it once.
 //
