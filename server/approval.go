@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -36,7 +35,8 @@ func (e *Engine) approverOf(secret string) (approver, error) {
 
 // mayDecide checks inside tx that the approver may decide on the call: the
 // agent key always, a session only for a call of a run that session
-// started.
+// started. A refusal comes as store.Refuse; any other error is a failed
+// read.
 func (a approver) mayDecide(tx *store.Tx, row *store.CallRow) error {
 	if a.agent {
 		return nil
@@ -50,7 +50,7 @@ func (a approver) mayDecide(tx *store.Tx, row *store.CallRow) error {
 			return nil
 		}
 	}
-	return toolgate.Errorf(toolgate.EPermissionDenied, "only the agent key, or the token of the session that started the call's run, may approve or deny call %s", row.ID)
+	return store.Refuse(toolgate.Errorf(toolgate.EPermissionDenied, "only the agent key, or the token of the session that started the call's run, may approve or deny call %s", row.ID))
 }
 
 // checkAwaiting loads a call for a decision: it must exist, be visible to
@@ -65,10 +65,6 @@ func (e *Engine) checkAwaiting(tx *store.Tx, id string, by approver) (*store.Cal
 		return nil, store.Refuse(toolgate.Errorf(toolgate.ENotFound, "no call %s", id))
 	}
 	if err := by.mayDecide(tx, row); err != nil {
-		var te *toolgate.Error
-		if errors.As(err, &te) {
-			return nil, store.Refuse(err) // the decision, not a failed read
-		}
 		return nil, err
 	}
 	status := toolgate.CallStatus(row.Status)

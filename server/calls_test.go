@@ -169,7 +169,6 @@ func TestAnswersFirstWins(t *testing.T) {
 	}
 }
 
-// TestBatchAnswers judges each answer of a tool_results batch on its own.
 // TestAnswerBodyShape: a body is read for its shape before its answer. One
 // answer carrying a "results" that is not an array is refused and leaves
 // the call open; a batch is read as a batch only, so a stray top-level
@@ -200,6 +199,7 @@ func TestAnswerBodyShape(t *testing.T) {
 	}
 }
 
+// TestBatchAnswers judges each answer of a tool_results batch on its own.
 func TestBatchAnswers(t *testing.T) {
 	g := startGateway(t, nil)
 	s := g.newSession("batch")

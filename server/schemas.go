@@ -80,10 +80,3 @@ func (c *schemaCache) forget(e cacheEntry) {
 		delete(c.schemas, e.key)
 	}
 }
-
-// size is the number of entries, collected or not.
-func (c *schemaCache) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.schemas)
-}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -23,27 +21,14 @@ const textSchema = `{"type":"object","properties":{"text":{"type":"string"}},"re
 // session of e and returns the session's id.
 func registerTool(t *testing.T, e *Engine, name, parameters string) string {
 	t.Helper()
-	ctx := context.Background()
-	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{
-		{Name: name, Description: "a test tool", Parameters: json.RawMessage(parameters)},
-	}})
-	if err != nil || res.Registered != 1 {
-		t.Fatalf("register %s: %+v %v", name, res, err)
-	}
-	return s.SessionID
+	return newSessionWithTool(t, e, toolgate.ToolSpec{Name: name, Description: "a test tool", Parameters: json.RawMessage(parameters)})
 }
 
-// errorCode is the code of a *toolgate.Error, or "" for any other error.
-func errorCode(err error) string {
-	var te *toolgate.Error
-	if errors.As(err, &te) {
-		return te.Code
-	}
-	return ""
+// cacheSize is the number of entries of c, collected or not.
+func cacheSize(c *schemaCache) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.schemas)
 }
 
 // toolSchema returns the compiled schema of a session's tool.
@@ -63,7 +48,7 @@ func toolSchema(t *testing.T, e *Engine, sessionID, name string) *jsonschema.Sch
 // in a third: the first two share one compiled schema, and each still
 // checks the arguments of a call.
 func TestToolsWithTheSameParametersShareOneSchema(t *testing.T) {
-	srv, _ := serveWithTool(t, nil, "unused")
+	srv, _ := startServer(t, testConfig(t))
 	e := srv.Engine
 	a := registerTool(t, e, "echo", textSchema)
 	b := registerTool(t, e, "echo", `{ "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] }`)
@@ -77,11 +62,11 @@ func TestToolsWithTheSameParametersShareOneSchema(t *testing.T) {
 	ctx := context.Background()
 	for _, sid := range []string{a, b} {
 		_, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{"text":7}`)}, "")
-		if errorCode(err) != toolgate.EInvalidArgs {
+		if toolgate.ErrorCode(err) != toolgate.EInvalidArgs {
 			t.Errorf("session %s: a call with text 7 gave %v, want %s", sid, err, toolgate.EInvalidArgs)
 		}
 	}
-	if _, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: c, Tool: "echo", Args: json.RawMessage(`{"text":"a","n":"x"}`)}, ""); errorCode(err) != toolgate.EInvalidArgs {
+	if _, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: c, Tool: "echo", Args: json.RawMessage(`{"text":"a","n":"x"}`)}, ""); toolgate.ErrorCode(err) != toolgate.EInvalidArgs {
 		t.Errorf("the third tool took n=\"x\" (with a text, which its schema does not ask for): %v", err)
 	}
 }
@@ -89,10 +74,7 @@ func TestToolsWithTheSameParametersShareOneSchema(t *testing.T) {
 // TestLoadedToolsShareOneSchema restarts a gateway whose sessions offer
 // the same tool: the tools it loads at start share one compiled schema.
 func TestLoadedToolsShareOneSchema(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DBPath = filepath.Join(t.TempDir(), "toolgate.db")
-	cfg.AgentKey = "test-agent-key"
+	cfg := testConfig(t)
 	first, stop := startServer(t, cfg)
 	var sessions []string
 	for range 3 {
@@ -126,14 +108,14 @@ func TestSchemaCacheForgetsUnusedSchemas(t *testing.T) {
 			t.Error("a schema whose type is not object was taken")
 		}
 	}
-	if n := c.size(); n != 1 {
+	if n := cacheSize(c); n != 1 {
 		t.Errorf("%d entries, want 1 (refused schemas are not kept)", n)
 	}
 	runtime.KeepAlive(first)
 	first = nil
-	for deadline := time.Now().Add(10 * time.Second); c.size() != 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); cacheSize(c) != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d entries after the schema's last holder let go, want 0", c.size())
+			t.Fatalf("%d entries after the schema's last holder let go, want 0", cacheSize(c))
 		}
 		runtime.GC()
 	}
@@ -155,7 +137,7 @@ func TestSchemaCacheKeepsANewerEntry(t *testing.T) {
 		t.Fatalf("the cleanup of an older schema removed the current one (lookup gave %p, want %p)", got, current)
 	}
 	c.forget(cacheEntry{key, weak.Make(current)})
-	if c.size() != 0 {
+	if cacheSize(c) != 0 {
 		t.Error("the cleanup of the current schema left its entry")
 	}
 }
