@@ -137,7 +137,9 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 	_, err := tx.exec(qInsertCall, r.ID, r.SessionID, r.Tool, r.Args, r.Status, r.Output, r.ErrorCode, r.ErrorMessage,
 		r.ErrorDetails, r.Progress, r.TimeoutMS, r.CreatedAt, r.DeliveredAt, r.CompletedAt, r.Deadline, r.Attempts,
 		r.IdempotencyKey, r.RunID, rateLimited)
-	if err == nil {
+	// The row is kept for FinishAnswered, which only a session's client
+	// calls: a built-in call (no session) ends through FinishCall.
+	if err == nil && r.SessionID.Valid {
 		stored := *r
 		tx.changes.rows.add(rowChange{r.ID, &stored})
 	}
@@ -223,10 +225,7 @@ func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, co
 		r.Status = string(o.Status)
 		r.Output, r.ErrorCode, r.ErrorMessage, r.ErrorDetails = textColumn(output), textColumn(code), textColumn(message), textColumn(details)
 		r.CompletedAt = sql.NullInt64{Int64: ms(now), Valid: true}
-		if !r.DeliveredAt.Valid {
-			r.DeliveredAt = sql.NullInt64{Int64: ms(first), Valid: true}
-		}
-		r.Attempts += count
+		r.delivered(first, count)
 	} else {
 		err := tx.get(&r, qFinishAnswered, args...)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -266,6 +265,16 @@ func (tx *Tx) MarkDelivered(ids []string, now time.Time) error {
 	return nil
 }
 
+// delivered is, done to a known row, what the statements recording
+// deliveries do in the table: the first delivery time is kept
+// (COALESCE(delivered_at, ?)) and attempts count up (attempts + ?).
+func (r *CallRow) delivered(first time.Time, count int) {
+	if !r.DeliveredAt.Valid {
+		r.DeliveredAt = sql.NullInt64{Int64: ms(first), Valid: true}
+	}
+	r.Attempts += count
+}
+
 // MarkDeliveredTimes records that a call was written to a client count
 // times, the first at first.
 func (tx *Tx) MarkDeliveredTimes(id string, first time.Time, count int) error {
@@ -278,10 +287,7 @@ func (tx *Tx) MarkDeliveredTimes(id string, first time.Time, count int) error {
 			if r.Status == string(toolgate.StatusPending) {
 				r.Status = string(toolgate.StatusDelivered)
 			}
-			if !r.DeliveredAt.Valid {
-				r.DeliveredAt = sql.NullInt64{Int64: ms(first), Valid: true}
-			}
-			r.Attempts += count
+			r.delivered(first, count)
 		})
 	}
 	return nil

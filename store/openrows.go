@@ -1,6 +1,6 @@
 package store
 
-// openRows holds, for each open call this process stored, the call's row
+// openRows holds, for each open call of a session this process stored, its row
 // as committed: what FinishAnswered needs to compose the ended record
 // without reading it back (an UPDATE … RETURNING costs the writer a
 // temporary table per answer). Every write primitive that changes an open

@@ -108,18 +108,18 @@ func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 		func(tx *Tx) error { return errors.New("refused") },
 		func(tx *Tx) error { _, err := tx.exec(`ROLLBACK`); return err },
 	}
-	errs := make([]error, len(ops))
-	var wg sync.WaitGroup
-	for i, op := range ops {
-		wg.Go(func() { errs[i] = s.Write(ctx, op) })
-		for len(s.ops) < i+1 {
-			time.Sleep(time.Millisecond)
+	// Queued directly, in order: submit returns once an operation is in
+	// the writer's queue.
+	queued := make([]*writeOp, len(ops))
+	for i, fn := range ops {
+		queued[i] = &writeOp{fn: fn, result: make(chan error, 1)}
+		if err := s.submit(ctx, queued[i]); err != nil {
+			t.Fatal(err)
 		}
 	}
 	close(release)
-	wg.Wait()
-	for i, err := range errs {
-		if err == nil {
+	for i, op := range queued {
+		if err := <-op.result; err == nil {
 			t.Errorf("operation %d succeeded in a broken transaction", i)
 		}
 	}
