@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `make e2e`: the browser SDK's Node tests and the page's end-to-end tests in
-# headless Debian Chromium, directly and behind a buffering nginx, against a
-# gateway built from this checkout. Installs what it needs on a fresh Debian
-# machine (chromium and nginx from apt, playwright-core from the committed
-# lock file), keeps screenshots in test-artifacts/, and exits non-zero when
-# anything fails.
+# `make e2e`: a type check of the browser SDK's declarations (toolgate.d.ts,
+# with tsc --strict against types/usage.ts), the SDK's Node tests and the
+# page's end-to-end tests in headless Debian Chromium, directly and behind a
+# buffering nginx, against a gateway built from this checkout. Installs what
+# it needs on a fresh Debian machine (chromium and nginx from apt,
+# playwright-core and typescript from the committed lock file), keeps
+# screenshots in test-artifacts/, and exits non-zero when anything fails.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -36,9 +37,13 @@ if [ "$node_major" -lt 20 ]; then
   exit 1
 fi
 
-# --- npm packages (playwright-core only; it downloads no browser) ------------
+# --- npm packages (playwright-core, which downloads no browser; typescript) ---
 say "npm ci in web/e2e"
 (cd web/e2e && npm ci --no-audit --no-fund --loglevel=error)
+
+# --- the SDK's type declarations ---------------------------------------------
+say "type-checking web/static/toolgate.d.ts (tsc --strict)"
+(cd web/e2e && ./node_modules/.bin/tsc -p types --strict --noEmit)
 
 # --- the gateway ---------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/toolgate-e2e.XXXXXX")"

@@ -1,4 +1,8 @@
-// Type declarations for toolgate.js, the toolgate browser SDK.
+// Type declarations for toolgate.js, the toolgate browser SDK. They describe
+// what the JavaScript beside them accepts and returns. `make e2e` checks them
+// with `tsc --strict` against web/e2e/types/usage.ts, which uses every export,
+// and web/e2e/sdk/declarations.test.mjs holds their exports and string sets
+// to the JavaScript's.
 
 /** Where the connection is. */
 export type ConnectionState = "idle" | "connecting" | "connected" | "reconnecting" | "closed";
@@ -19,23 +23,29 @@ export interface SessionStorageLike {
   removeItem(key: string): void;
 }
 
+/** What a client may say it runs on when it creates its session. */
+export type ClientPlatform = "web" | "android" | "ios" | "desktop" | "other";
+
 export interface ToolgateClientOptions {
-  /** The gateway's URL, e.g. "https://gateway.example". Default: the page's origin. */
+  /** The gateway's http(s) URL, e.g. "https://gateway.example". Default: the page's origin. */
   baseUrl?: string;
   /** "auto" (default) starts with SSE and falls back to long-poll when a proxy holds the stream back. */
   transport?: "auto" | Transport;
-  /** Where the session (id, token, cursor, unacknowledged answers) is kept. Default: sessionStorage; null keeps it in memory. */
-  storage?: SessionStorageLike | null;
+  /**
+   * Where the session (id, token, cursor, unacknowledged answers) is kept.
+   * Default: sessionStorage where the platform has one, else memory; null or false keeps it in memory.
+   */
+  storage?: SessionStorageLike | null | false;
   /** The storage key. Default: "toolgate:" + baseUrl. */
   storageKey?: string;
   /** The client key, when the gateway requires one to create sessions. */
   clientKey?: string;
-  /** Describes this client to the gateway. Default: {name: "toolgate-web", version, platform: "web"}. */
-  client?: { name?: string; version?: string; platform?: "web" | "android" | "ios" | "desktop" | "other" };
+  /** Describes this client to the gateway; each field given replaces the default {name: "toolgate-web", version: VERSION, platform: "web"}. */
+  client?: { name?: string; version?: string; platform?: ClientPlatform };
   /** Free-form metadata stored with the session. */
   metadata?: { [key: string]: JSONValue };
-  /** The fetch to use. Default: globalThis.fetch. */
-  fetch?: typeof fetch;
+  /** The fetch to use; the SDK calls it with a URL string and an init. Default: globalThis.fetch. */
+  fetch?: (url: string, init: RequestInit) => Promise<Response>;
   /** How long a new stream may take to deliver "ready" before auto mode polls instead. Default 5000. */
   sseReadyTimeoutMs?: number;
   /** How long auto mode polls before trying the stream again; doubles after each failed try. Default 60000. */
@@ -52,41 +62,87 @@ export interface ToolgateClientOptions {
   reconnectMaxMs?: number;
 }
 
+/** What a handler reports with `progress()`: the protocol's usual fields, and any other JSON. */
+export interface ProgressReport {
+  current?: number;
+  total?: number;
+  message?: string;
+  [key: string]: JSONValue | undefined;
+}
+
+/** The gateway's reply to a progress report: the call's new deadline. */
+export interface ProgressAck {
+  type: "progress_acknowledged";
+  id: string;
+  /** RFC 3339 time. */
+  deadline: string;
+}
+
 /** What a handler receives besides the arguments. */
 export interface ToolCallContext {
   callId: string;
   name: string;
-  /** RFC 3339 time after which the gateway gives up on the call. */
+  /** RFC 3339 time after which the gateway gives up on the call, as it was when the handler started. */
   deadline: string | null;
   /** 1 on first delivery; more when the call was delivered again. */
   attempt: number;
-  /** Aborted when the call is cancelled, times out, or the client closes. */
+  /** Aborted when the call is cancelled, times out, or the client closes; its reason is a ToolgateError with code "CANCELLED". */
   signal: AbortSignal;
-  /** Reports progress; each report pushes the deadline out by the tool's timeout. Resolves to the ack, or null when it could not be sent. */
-  progress(progress: { current?: number; total?: number; message?: string; [key: string]: JSONValue | undefined }): Promise<{ type: "progress_acknowledged"; id: string; deadline: string } | null>;
+  /**
+   * Reports progress (nothing given sends {}); each report pushes the deadline out by the tool's timeout.
+   * Resolves to the ack, or null when it could not be sent (the failure is an "error" event).
+   */
+  progress(progress?: ProgressReport): Promise<ProgressAck | null>;
 }
+
+/** How a tool asks for a person's approval of each call. */
+export type ApprovalRequirement = "never" | "unless_auto_approved" | "always";
 
 export interface ToolDefinition<Args = any> {
   /** Matches ^[A-Za-z0-9_-]{1,64}$. */
   name: string;
+  /** Not blank. */
   description: string;
   /** JSON Schema of the arguments. Default {type: "object", properties: {}}. */
   parameters?: JSONSchema;
-  /** What the handler returns becomes the call's output; what it throws becomes a tool_error (a `code` property is kept, with `details`). */
-  handler(args: Args, context: ToolCallContext): unknown | Promise<unknown>;
+  /**
+   * What the handler returns becomes the call's output (undefined becomes null); what it throws becomes a
+   * tool_error: a string `code` property is kept, with object `details`, else the code is INTERNAL_ERROR.
+   * The gateway accepts only codes matching ^[A-Z][A-Z0-9_]{0,63}$.
+   */
+  handler(args: Args, context: ToolCallContext): unknown;
+  /** A positive integer. */
   timeoutMs?: number;
   /** true means "always", false "never". */
-  requiresApproval?: boolean | "never" | "unless_auto_approved" | "always";
+  requiresApproval?: boolean | ApprovalRequirement;
   readOnly?: boolean;
   rateLimit?: { requestsPerMinute?: number; requestsPerHour?: number };
 }
 
-export interface RegistrationOutcome {
-  registered: boolean;
-  code?: string;
-  message?: string;
+/** A registered tool as sent to the gateway (PROTOCOL.md, register_tools): no handler, the wire's field names. */
+export interface WireTool {
+  name: string;
+  description: string;
+  parameters: JSONSchema;
+  timeout_ms?: number;
+  requires_approval?: ApprovalRequirement;
+  read_only?: boolean;
+  rate_limit?: { requests_per_minute?: number; requests_per_hour?: number };
 }
 
+/** How the gateway judged a tool given to registerTool. */
+export type RegistrationOutcome =
+  | { registered: true; code?: undefined; message?: undefined }
+  | { registered: false; code: string; message: string };
+
+/** A tool the gateway refused, and why. */
+export interface ToolRejection {
+  name: string;
+  code: string;
+  message: string;
+}
+
+/** A call in a "call" event. After a settled answer (acknowledged, closed, rejected) only its id is known. */
 export interface CallInfo {
   id: string;
   name?: string;
@@ -96,40 +152,108 @@ export interface CallInfo {
   receivedAt?: string;
 }
 
+/** A call this client received: the "call" event's call while it runs (received, progress, answered, cancelled). */
+export interface ReceivedCall extends CallInfo {
+  name: string;
+  args: { [key: string]: JSONValue };
+  /** RFC 3339; moved by each acknowledged progress report. */
+  deadline: string | null;
+  attempt: number;
+  /** ISO 8601 time the client received it. */
+  receivedAt: string;
+}
+
 export type Answer =
   | { type: "tool_result"; id: string; success: true; output: JSONValue }
   | { type: "tool_error"; id: string; success: false; error: string; code: string; details?: { [key: string]: JSONValue } };
 
+/** The gateway's acknowledgement of an answer. */
+export interface AnswerAck {
+  type: "result_acknowledged";
+  id: string;
+  status: "completed" | "failed";
+  /** The call already had this answer; nothing changed. */
+  duplicate?: boolean;
+}
+
+/** Why a running call was cancelled: the gateway's reason, or "client_closed" / "session_closed" / "timeout" decided here. */
+export type CancelReason = "timeout" | "cancelled" | "session_closed" | "denied" | "client_closed" | (string & {});
+
 /** The detail of a "call" event; `phase` tells which step of the call it reports. */
 export type CallEventDetail =
-  | { phase: "received"; call: CallInfo }
-  | { phase: "progress"; call: CallInfo; progress: object }
-  | { phase: "answered"; call: CallInfo; answer: Answer }
-  | { phase: "acknowledged"; call: CallInfo; answer: Answer; ack: object }
+  | { phase: "received"; call: ReceivedCall }
+  | { phase: "progress"; call: ReceivedCall; progress: ProgressReport }
+  | { phase: "answered"; call: ReceivedCall; answer: Answer }
+  | { phase: "acknowledged"; call: CallInfo; answer: Answer; ack: AnswerAck }
   | { phase: "closed" | "rejected"; call: CallInfo; answer: Answer; error: Error }
-  | { phase: "cancelled"; call: CallInfo; reason: string };
+  | { phase: "cancelled"; call: ReceivedCall; reason: CancelReason };
+
+/**
+ * What the client was doing when an "error" event happened:
+ * "connect" — connect() was refused for good (`fatal`), the client closed;
+ * "connection" — the connection failed and is retried after a backoff;
+ * "stream" — the stream was held back (no "ready", or stalled) and auto mode polls instead;
+ * "stream-probe" — a try of the stream while polling failed;
+ * "register" — registering tools failed, or the gateway rejected a tool;
+ * "progress" — a progress report could not be sent (`callId`);
+ * "result" — posting an answer failed and is retried (`callId`, `attempt`).
+ */
+export type ErrorDuring = "connect" | "connection" | "stream" | "stream-probe" | "register" | "progress" | "result";
+
+export interface ErrorEventDetail {
+  error: Error;
+  during: ErrorDuring;
+  /** For "progress" and "result": the call concerned. */
+  callId?: string;
+  /** true for "connect". */
+  fatal?: boolean;
+  /** For "result": the failed try, counted from 0. */
+  attempt?: number;
+}
 
 export interface ToolgateEventMap {
   state: { state: ConnectionState; previous: ConnectionState };
   transport: { transport: Transport | null };
+  /** A session was created, or one was lost (`lost`, `error`) and is about to be replaced. */
   session: { sessionId: string | null; created: boolean; lost?: boolean; error?: Error };
   call: CallEventDetail;
-  registered: { count: number; registered: number; rejected: { name: string; code: string; message: string }[] };
-  error: { error: Error; during: string; callId?: string; fatal?: boolean; attempt?: number };
+  registered: { count: number; registered: number; rejected: ToolRejection[] };
+  error: ErrorEventDetail;
 }
 
 export class ToolgateClient extends EventTarget {
+  /** Throws a TypeError for a baseUrl that is not http(s), an unknown transport, a storage without the three methods, or no fetch. */
   constructor(options?: ToolgateClientOptions);
   readonly state: ConnectionState;
   readonly transport: Transport | null;
   readonly sessionId: string | null;
   readonly cursor: number | null;
+  /** Without a trailing slash. */
   readonly baseUrl: string;
-  readonly tools: { name: string; description: string; parameters: JSONSchema }[];
+  /** The registered tools as sent to the gateway (a fresh array each time). */
+  readonly tools: WireTool[];
+  /** Ids of the calls whose handlers are running now. */
   readonly runningCalls: string[];
+  /** Adds a listener that receives the event's detail; returns a function that removes it. */
   on<K extends keyof ToolgateEventMap>(type: K, listener: (detail: ToolgateEventMap[K]) => void): () => void;
+  /** The events are CustomEvents whose detail is the one `on` passes. */
+  addEventListener<K extends keyof ToolgateEventMap>(
+    type: K,
+    listener: (event: CustomEvent<ToolgateEventMap[K]>) => void,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | AddEventListenerOptions): void;
+  removeEventListener<K extends keyof ToolgateEventMap>(
+    type: K,
+    listener: (event: CustomEvent<ToolgateEventMap[K]>) => void,
+    options?: boolean | EventListenerOptions,
+  ): void;
+  removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | EventListenerOptions): void;
+  /** Registers a tool (or replaces one with the same name); throws a TypeError for a definition it can tell is invalid. Never rejects. */
   registerTool<Args = any>(tool: ToolDefinition<Args>): Promise<RegistrationOutcome>;
+  /** Resolves to false when no tool had that name; rejects when, connected, the gateway cannot take the new tool list. */
   unregisterTool(name: string): Promise<boolean>;
+  /** Resolves once calls are received; rejects only when the gateway refuses this client for good, or on close() before that. */
   connect(): Promise<void>;
   close(options?: { endSession?: boolean }): Promise<void>;
 }
@@ -141,12 +265,18 @@ export class ToolgateError extends Error {
   status: number;
   details?: object;
   retryAfterMs?: number;
+  /** Set on the error connect() rejects with when the gateway refused to create the session. */
+  fatal?: boolean;
+  /** Whether asking again later may succeed (network trouble, 5xx, 429). */
   readonly retryable: boolean;
 }
 
+/** The tool-level error codes of the protocol. */
+export type ToolErrorCode = "AUTH_REQUIRED" | "PERMISSION_DENIED" | "TOOL_NOT_FOUND" | "INVALID_ARGS" | "RATE_LIMITED" | "INTERNAL_ERROR";
+
 /** Thrown by a handler to answer with a specific code and details. */
 export class ToolError extends Error {
-  constructor(code: string, message: string, details?: object);
+  constructor(code: ToolErrorCode | (string & {}), message: string, details?: object);
   code: string;
   details?: object;
 }
@@ -158,13 +288,16 @@ export class MemoryStorage implements SessionStorageLike {
   removeItem(key: string): void;
 }
 
-/** The tool-level error codes of the protocol. */
-export const TOOL_ERROR_CODES: readonly string[];
+/** The tool-level error codes of the protocol (a frozen array). */
+export const TOOL_ERROR_CODES: readonly ToolErrorCode[];
 
 /** Incremental text/event-stream parser. */
 export class SSEParser {
+  /** The last valid `retry:` field seen. */
   retryMs?: number;
+  /** Feeds the next piece of the stream; returns the events it completed. */
   push(text: string): { event: string; data: string; id: string | null }[];
 }
 
+/** The SDK's version, sent as the session's client version. */
 export const VERSION: string;
