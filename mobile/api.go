@@ -16,7 +16,7 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// gatewayAPI speaks the client endpoints of PROTOCOL.md for one gateway.
+// gatewayAPI speaks the client endpoints of docs/PROTOCOL.md for one gateway.
 type gatewayAPI struct {
 	baseURL   string
 	transport *http.Transport // this client's own connections

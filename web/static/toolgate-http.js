@@ -2,7 +2,7 @@
 // helper, backoff and abortable sleeps, and session storage. No DOM is used,
 // so the SDK also runs in Node 20 (global fetch, EventTarget, AbortController).
 
-/** The tool-level error codes a client may report (PROTOCOL.md, CETP codes). */
+/** The tool-level error codes a client may report (docs/PROTOCOL.md, CETP codes). */
 export const TOOL_ERROR_CODES = Object.freeze([
   "AUTH_REQUIRED",
   "PERMISSION_DENIED",

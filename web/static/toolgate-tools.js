@@ -1,5 +1,5 @@
 // Checking a tool definition given to ToolgateClient.registerTool and turning
-// it into the wire form of PROTOCOL.md's register_tools.
+// it into the wire form of docs/PROTOCOL.md's register_tools.
 
 /** The shape every tool name must have (the gateway may narrow it further). */
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;

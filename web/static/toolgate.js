@@ -7,7 +7,7 @@
 //                         handler: () => document.title });
 //   await client.connect();
 //
-// The wire contract is PROTOCOL.md: REST to register and answer, a
+// The wire contract is docs/PROTOCOL.md: REST to register and answer, a
 // Server-Sent Events stream to receive calls, long-poll where a proxy holds
 // the stream back. Types are in toolgate.d.ts beside this file.
 
