@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -298,8 +297,6 @@ func errorCode(body []byte) string {
 	}
 	return e.Error.Code
 }
-
-var errTimeout = errors.New("timeout")
 
 func mustRequest(t testing.TB, method, url string, body any) *http.Request {
 	t.Helper()
