@@ -9,6 +9,7 @@ package handlers
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -72,4 +73,6 @@ type Options struct {
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)
+	// Log receives internal errors; nil discards them.
+	Log *slog.Logger
 }

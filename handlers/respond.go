@@ -55,7 +55,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == toolgate.EInternal {
 		var te *toolgate.Error
 		if !errors.As(err, &te) {
-			slog.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+			requestLogger(r).Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 	}
 	body := map[string]any{"code": code, "message": toolgate.ErrorMessage(err)}

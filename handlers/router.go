@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -28,11 +29,20 @@ type API struct {
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
 
+// Start starts the goroutines that write to the event streams the API
+// takes over from net/http (a few workers and a ping ticker, however many
+// streams are open). Call it before serving; until then, and after Close,
+// such a stream ends as soon as its first events are written. Starting
+// twice, or after Close, does nothing.
+func (a *API) Start() { a.streams.start() }
+
 // Close ends the event streams the API has taken over from net/http (the
-// HTTP server's Shutdown does not see them) and stops their workers.
+// HTTP server's Shutdown does not see them) and stops their workers. It is
+// safe without Start and more than once.
 func (a *API) Close() { a.streams.close() }
 
-// New returns the gateway's HTTP handler.
+// New builds the gateway's HTTP handler. It starts nothing: Start starts
+// the stream workers, Close stops them.
 func New(opts Options) *API {
 	if opts.StreamRetry == 0 {
 		opts.StreamRetry = 2 * time.Second
@@ -43,10 +53,14 @@ func New(opts Options) *API {
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = 15 * time.Second
 	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
 	a := &API{opts: opts, eng: opts.Engine}
 	a.streams = newStreamHub(opts.Engine, opts.Heartbeat)
 	r := chi.NewRouter()
 	a.router = r
+	r.Use(a.withLogger)
 	r.Use(middleware.Recoverer)
 	if len(opts.AllowedOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
@@ -107,6 +121,26 @@ func New(opts Options) *API {
 
 	r.Get("/*", a.handleAsset(web.Assets()))
 	return a
+}
+
+// loggerKey keys the API's logger in a request's context.
+type loggerKey struct{}
+
+// withLogger gives each request the API's logger, for WriteError, which
+// is called with the request but not the API.
+func (a *API) withLogger(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, a.opts.Log)))
+	})
+}
+
+// requestLogger returns the logger of the API serving r; one that did not
+// come through an API (a handler called on its own) logs nowhere.
+func requestLogger(r *http.Request) *slog.Logger {
+	if log, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
+		return log
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // limitBody caps every request body at MaxBodyBytes; a declared length

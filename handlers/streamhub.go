@@ -35,6 +35,7 @@ type streamHub struct {
 
 	mu      sync.Mutex
 	streams map[*hubStream]struct{}
+	started bool // the workers run (start was called before close)
 	closed  bool
 }
 
@@ -53,19 +54,30 @@ type hubStream struct {
 	ended  bool
 }
 
+// newStreamHub builds a hub; its workers run from start until close.
 func newStreamHub(eng Engine, heartbeat time.Duration) *streamHub {
-	h := &streamHub{
+	return &streamHub{
 		eng: eng, heartbeat: heartbeat,
 		work:    make(chan *hubStream, 4096),
 		stop:    make(chan struct{}),
 		streams: map[*hubStream]struct{}{},
 	}
+}
+
+// start starts the writing workers and the ping ticker. It does nothing
+// when they already run or the hub is closed.
+func (h *streamHub) start() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.started || h.closed {
+		return
+	}
+	h.started = true
 	h.workers.Add(streamWorkers + 1)
 	for range streamWorkers {
 		go h.runWorker()
 	}
 	go h.runPings()
-	return h
 }
 
 // wake is the stream's engine notification: schedule a write.
@@ -126,11 +138,13 @@ func (h *streamHub) runPings() {
 }
 
 // adopt starts serving a stream whose connection has been taken over and
-// whose first events were written up to cursor.
+// whose first events were written up to cursor. A hub that is not running
+// (not started, or closed) ends the stream at once rather than hold it
+// with nobody to write to it; the client reconnects.
 func (h *streamHub) adopt(s *hubStream, conn net.Conn, l Listener, cursor int64) {
 	s.conn, s.l, s.cursor = conn, l, cursor
 	h.mu.Lock()
-	if h.closed {
+	if !h.started || h.closed {
 		h.mu.Unlock()
 		s.end(false)
 		return
@@ -220,7 +234,8 @@ func (s *hubStream) endLocked(graceful bool) {
 	h.mu.Unlock()
 }
 
-// close ends every stream and stops the workers (at shutdown).
+// close ends every stream and stops the workers (at shutdown). It may be
+// called without start, and more than once.
 func (h *streamHub) close() {
 	h.mu.Lock()
 	if h.closed {

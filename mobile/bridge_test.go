@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mobile"
 )
 
@@ -199,7 +200,7 @@ func TestBridgeCallForARemovedProviderIsToolNotFound(t *testing.T) {
 		t.Fatalf("the provider ran %q first", got)
 	}
 	second := startCall(t, g, sid, "slow__second", `{}`, 15000)
-	eventually(t, 10*time.Second, "the second call delivered", func() bool {
+	testwait.Until(t, 10*time.Second, "the second call delivered", func() bool {
 		return getCall(t, g, second.ID, 0).Status == toolgate.StatusDelivered
 	})
 	if err := bridge.RemoveProvider("slow"); err != nil {

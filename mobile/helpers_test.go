@@ -98,18 +98,6 @@ func sessionTools(t *testing.T, g *gatewaytest.Gateway, sessionID string) map[st
 	return tools
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // stateRecorder is a ConnectionListener that keeps every state change and
 // lets a test wait for one.
 type stateRecorder struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mobile"
 )
 
@@ -68,7 +69,7 @@ func TestCancellationReachesTheHandler(t *testing.T) {
 	var started toolgate.Call
 	body := map[string]any{"session_id": sid, "tool": "wait_for_cancel", "args": map[string]any{}, "timeout_ms": 20000, "wait": false}
 	agentRequest(t, g, http.MethodPost, "/v1/calls", body, &started)
-	eventually(t, 10*time.Second, "the call delivered", func() bool {
+	testwait.Until(t, 10*time.Second, "the call delivered", func() bool {
 		return getCall(t, g, started.ID, 0).Status == toolgate.StatusDelivered
 	})
 	if status := agentRequest(t, g, http.MethodPost, "/v1/calls/"+started.ID+"/cancel", map[string]any{}, nil); status != http.StatusOK {
@@ -183,7 +184,7 @@ func TestClientSurvivesGatewayRestart(t *testing.T) {
 	sid := client.SessionID()
 	states.waitFor(t, "connected sse", 10*time.Second)
 	g.Restart(t)
-	eventually(t, 15*time.Second, "the tool online again", func() bool { return sessionTools(t, g, sid)["echo"].Online })
+	testwait.Until(t, 15*time.Second, "the tool online again", func() bool { return sessionTools(t, g, sid)["echo"].Online })
 	if call := callTool(t, g, sid, "echo", `{"after":"restart"}`); call.Status != toolgate.StatusCompleted || !jsonEqual(call.Output, `{"after":"restart"}`) {
 		t.Errorf("echo after the gateway restart: %s %s %+v", call.Status, call.Output, call.Error)
 	}
@@ -225,9 +226,9 @@ func TestRefusedSessionIsReplaced(t *testing.T) {
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("closing the session: status %d", resp.StatusCode)
 	}
-	eventually(t, 15*time.Second, "a new session", func() bool { return client.SessionID() != first })
+	testwait.Until(t, 15*time.Second, "a new session", func() bool { return client.SessionID() != first })
 	second := client.SessionID()
-	eventually(t, 10*time.Second, "echo on the new session", func() bool { return sessionTools(t, g, second)["echo"].Online })
+	testwait.Until(t, 10*time.Second, "echo on the new session", func() bool { return sessionTools(t, g, second)["echo"].Online })
 	if call := callTool(t, g, second, "echo", `{"n":2}`); call.Status != toolgate.StatusCompleted {
 		t.Errorf("echo on the new session: %s %+v", call.Status, call.Error)
 	}

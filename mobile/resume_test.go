@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mobile"
 )
 
@@ -110,15 +111,9 @@ func expectLine(t *testing.T, lines <-chan string, prefix string) string {
 func answerAfterRestart(t *testing.T, g *gatewaytest.Gateway, statePath, sessionID, callID string) {
 	t.Helper()
 	// The gateway records a delivery within 100 ms of sending it (or with the answer).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		open := getCall(t, g, callID, 0)
-		if open.Status == toolgate.StatusDelivered {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("before the restart the call is %s, want delivered", open.Status)
-		}
-	}
+	testwait.Until(t, 5*time.Second, "the call delivered before the restart", func() bool {
+		return getCall(t, g, callID, 0).Status == toolgate.StatusDelivered
+	})
 	client, _ := newTestClient(t, g, mobile.TransportAuto)
 	client.SetSessionStore(mobile.NewFileSessionStore(statePath))
 	if err := client.RegisterTool("slow_job", "A job that takes long", ""); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/cputime"
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mobile"
 	"github.com/toolgate/toolgate/server"
 )
@@ -188,11 +189,7 @@ func BenchmarkThroughputSDK(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer c.Close()
-		for deadline := time.Now().Add(10 * time.Second); c.State() != mobile.StateConnected; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				b.Fatalf("SDK client not connected: %s", c.State())
-			}
-		}
+		testwait.Until(b, 10*time.Second, "the SDK client connected", func() bool { return c.State() == mobile.StateConnected })
 		ids[i] = c.SessionID()
 	}
 	b.ResetTimer()

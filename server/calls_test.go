@@ -10,6 +10,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite"
+
+	"github.com/toolgate/toolgate/internal/testwait"
 )
 
 // TestCallOverStream is one whole call: a caller waits on POST /v1/calls,
@@ -320,18 +322,11 @@ func TestReconnectReplay(t *testing.T) {
 	}
 	// Both deliveries are recorded within moments (unanswered calls' marks
 	// are written up to 100 ms after the event leaves).
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testwait.Until(t, 2*time.Second, "the call recorded delivered twice", func() bool {
 		var rec callRecord
 		g.call("GET", "/v1/calls/"+open3.ID, testAgentKey, nil, 200, &rec)
-		if rec.Status == "delivered" && rec.Attempts == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("record = %+v, want delivered twice", rec)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return rec.Status == "delivered" && rec.Attempts == 2
+	})
 }
 
 // TestIdempotencyKey: a retried POST /v1/calls with the same key returns

@@ -2,6 +2,30 @@
 // their tools, dispatches calls to the streams and polls of the client that
 // owns the tool, waits for answers, enforces deadlines, grace and expiry,
 // recovers open work at start-up, and runs the HTTP server around it.
+//
+// # Lifecycle
+//
+// A process goes through four steps, each its own call:
+//
+//	srv, err := server.Open(ctx, cfg, log) // store, engine, agent loop; nothing bound
+//	err = srv.Listen()                     // binds cfg.Addr; srv.URL() now answers
+//	err = srv.Serve(ctx)                   // serves until ctx ends, then shuts HTTP down
+//	err = srv.Close()                      // stops the engine and agent, closes the store
+//
+// Open opens the SQLite store, recovers the engine (whose deadline and
+// sweep goroutines start with it), builds the agent loop and the HTTP
+// handler, and resumes the runs and built-in calls a stopped process left
+// open; it binds nothing. Listen binds the address (":0" picks a free port,
+// which URL reports); Serve calls it when it has not been called. Serve
+// starts the stream workers, serves, and when its context ends (or Close
+// is called) ends streams and held polls and lets requests in flight
+// finish within ShutdownTimeout. Close stops serving if need be, then the
+// engine's goroutines and the agent's runs, commits pending writes and
+// closes the database; it is idempotent, and Open calls it itself when a
+// step fails, so a caller never holds half an open server.
+//
+// The logger is passed to Open, which passes it on to the engine, the
+// agent loop and the HTTP handler; a nil logger discards.
 package server
 
 import (

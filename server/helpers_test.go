@@ -5,11 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +15,8 @@ import (
 	"github.com/toolgate/toolgate/server"
 )
 
-const testAgentKey = "tga_test"
+// testAgentKey is the agent key of every test gateway.
+const testAgentKey = server.AgentKeyForTest
 
 // gateway is a real gateway for one test: the HTTP server on a loopback
 // port, the SQLite file in the test's temp dir.
@@ -29,30 +27,15 @@ type gateway struct {
 	DBPath string
 }
 
-// startGateway starts a gateway; configure may change the config first.
+// startGateway starts a gateway with server.ConfigForTest's settings,
+// which configure may change first; it stops when the test ends.
 func startGateway(t testing.TB, configure func(*server.Config)) *gateway {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DBPath = filepath.Join(t.TempDir(), "toolgate.db")
-	cfg.AgentKey = testAgentKey
-	cfg.Heartbeat = 200 * time.Millisecond
+	cfg := server.ConfigForTest(t)
 	if configure != nil {
 		configure(&cfg)
 	}
-	srv, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	srv, _ := server.StartForTest(t, cfg)
 	return &gateway{t: t, URL: srv.URL(), Server: srv, DBPath: cfg.DBPath}
 }
 
@@ -314,8 +297,6 @@ func errorCode(body []byte) string {
 	}
 	return e.Error.Code
 }
-
-var errTimeout = errors.New("timeout")
 
 func mustRequest(t testing.TB, method, url string, body any) *http.Request {
 	t.Helper()

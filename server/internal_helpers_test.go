@@ -5,21 +5,69 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate"
 )
 
-// testConfig is the configuration of a test's server: a fresh database,
-// any free port, a known agent key.
-func testConfig(t *testing.T) Config {
+// The one way a test starts a gateway, for both test packages of this
+// folder: ConfigForTest gives the settings, StartForTest runs the real
+// Open, Listen, Serve and Close. The internal tests (package server) call
+// them directly; the external ones (package server_test, helpers_test.go)
+// reach them through these exported names, which exist only in tests.
+var (
+	ConfigForTest = testConfig
+	StartForTest  = startServer
+)
+
+// AgentKeyForTest is the agent key of every test gateway.
+const AgentKeyForTest = "tga_test"
+
+// testConfig is the configuration of a test's gateway: a fresh database in
+// the test's temp dir, any free loopback port, a known agent key and a
+// short heartbeat (so that pings show up within a test).
+func testConfig(t testing.TB) Config {
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DBPath = filepath.Join(t.TempDir(), "toolgate.db")
-	cfg.AgentKey = "test-agent-key"
+	cfg.AgentKey = AgentKeyForTest
+	cfg.Heartbeat = 200 * time.Millisecond
 	return cfg
 }
 
-// serveWithTool starts a server on a fresh database (configure may change
+// startServer opens a gateway with cfg (logging nowhere), binds its address
+// and serves until stop, which shuts it down and closes it as a process
+// does at exit; stop runs when the test ends, if not before.
+func startServer(t testing.TB, cfg Config) (srv *Server, stop func()) {
+	t.Helper()
+	srv, err := Open(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+			if err := srv.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return srv, stop
+}
+
+// serveWithTool starts a gateway on a fresh database (configure may change
 // its Config first) with one session offering tool, and returns the server
 // and the session's id; it stops when the test ends.
 func serveWithTool(t *testing.T, configure func(*Config), tool string) (*Server, string) {
@@ -46,29 +94,4 @@ func newSessionWithTool(t *testing.T, e *Engine, spec toolgate.ToolSpec) string 
 		t.Fatalf("register %s: %+v %v", spec.Name, res, err)
 	}
 	return s.SessionID
-}
-
-// startServer starts a server with cfg and serves until stop, which shuts
-// it down as a process does at exit (and runs when the test ends, if not
-// before).
-func startServer(t *testing.T, cfg Config) (srv *Server, stop func()) {
-	t.Helper()
-	srv, err := New(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return srv, stop
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/internal/testwait"
 )
 
 // fakeClock is a wall clock that a test can move forward.
@@ -297,13 +298,7 @@ func TestStreamPresence(t *testing.T) {
 		t.Fatal("offline with an open stream")
 	}
 	st.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for online() {
-		if time.Now().After(deadline) {
-			t.Fatal("still online 5s after the stream closed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, 5*time.Second, "the session offline after its stream closed", func() bool { return !online() })
 }
 
 // TestStreamConnectionNotReused: a stream's connection is closed when the

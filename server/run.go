@@ -7,61 +7,73 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/store"
 )
 
-// Server is a running gateway: the store, the engine and the HTTP server.
+// Server is the gateway process: the store, the engine, the agent loop and
+// the HTTP server around them. Open opens it, Listen binds its address,
+// Serve serves until its context ends, and Close releases it (see the
+// package doc).
 type Server struct {
 	Config Config
 	Store  *store.Store
 	Engine *Engine
 	Agent  *Agent
 
-	log      *slog.Logger
-	listener net.Listener
-	http     *http.Server
-	api      *handlers.API
-	cancel   context.CancelFunc // ends streams and held requests at shutdown
+	log    *slog.Logger
+	api    *handlers.API
+	http   *http.Server
+	cancel context.CancelFunc // ends streams and held requests at shutdown
+
+	mu       sync.Mutex
+	listener net.Listener // set by Listen
+	closed   bool         // Close was called; Listen refuses
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+	closeOnce    sync.Once
+	closeErr     error
 }
 
-// New opens the database, recovers the engine's state, binds the listen
-// address and resumes the runs a stopped process left running; Serve then
-// serves until its context ends.
-func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+// Open opens the database, recovers the engine's state (whose deadline
+// and sweep goroutines start with it), builds the agent loop and the HTTP
+// handler, and resumes the runs and built-in calls a stopped process left
+// open. It binds no address: Listen or Serve does. A nil log discards the
+// gateway's log lines. When a step fails, what the earlier steps opened is
+// released again.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{Config: cfg, log: log}
+	fail := func(err error) (*Server, error) {
+		s.Close()
+		return nil, err
 	}
 	st, err := store.Open(cfg.DBPath)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
+	s.Store = st
 	eng, err := NewEngine(ctx, cfg, st, log)
 	if err != nil {
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
+	s.Engine = eng
 	agent, err := newAgent(eng, cfg, log)
 	if err != nil {
-		eng.Close()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		eng.Close()
-		st.Close()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	baseCtx, cancel := context.WithCancel(context.Background())
-	s := &Server{Config: cfg, Store: st, Engine: eng, Agent: agent, log: log, listener: ln, cancel: cancel}
-	api := handlers.New(handlers.Options{
+	s.Agent = agent
+	s.api = handlers.New(handlers.Options{
 		Engine:         handlerEngine{eng},
 		Mount:          handlers.MountAgent(agent),
 		Metrics:        eng.MetricsHandler(),
@@ -71,10 +83,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		PollWait:       cfg.PollWait,
 		MaxPollWait:    cfg.MaxPollWait,
 		MaxCallWait:    cfg.MaxTimeout,
+		Log:            log,
 	})
-	s.api = api
+	baseCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
 	s.http = &http.Server{
-		Handler:           api,
+		Handler:           s.api,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
@@ -87,14 +101,46 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
-// URL is the base URL the gateway serves on.
-func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+// Listen binds the configured address (port 0 picks a free port; URL
+// tells which). Serve calls it when it has not been called.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("listen: the server is closed")
+	}
+	if s.listener != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.Config.Addr, err)
+	}
+	s.listener = ln
+	return nil
+}
 
-// Serve serves until ctx ends, then shuts down gracefully: streams and
-// held polls end (clients reconnect to the next process), requests in
-// flight finish within the shutdown timeout, pending writes are committed
-// and the database is closed.
+// URL is the base URL the gateway serves on, once Listen has bound its
+// address ("" before).
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return ""
+	}
+	return "http://" + s.listener.Addr().String()
+}
+
+// Serve binds the address if Listen has not, starts the stream workers and
+// serves until ctx ends or Close is called. It then shuts the HTTP side
+// down gracefully: streams and held polls end (clients reconnect to the
+// next process) and requests in flight finish within the shutdown
+// timeout. The engine and the database stay open until Close.
 func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.api.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.listener) }()
 	var serveErr error
@@ -102,19 +148,57 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
-	s.log.Info("shutting down")
-	s.cancel()
-	s.api.Close() // streams taken over from net/http end here
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownTimeout)
-	defer cancel()
-	err := s.http.Shutdown(shutdownCtx)
-	s.Engine.Close()
-	s.Agent.wait()
-	err = errors.Join(err, s.Store.Close())
+	err := s.shutdownHTTP()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		err = errors.Join(serveErr, err)
 	}
 	return err
+}
+
+// shutdownHTTP ends serving, once: held requests and streams end, and
+// requests in flight get the shutdown timeout to finish.
+func (s *Server) shutdownHTTP() error {
+	s.shutdownOnce.Do(func() {
+		s.log.Info("shutting down")
+		s.cancel()
+		s.api.Close() // streams taken over from net/http end here
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownTimeout)
+		defer cancel()
+		s.shutdownErr = s.http.Shutdown(shutdownCtx)
+		s.mu.Lock()
+		if s.listener != nil {
+			s.listener.Close() // bound but never served; already closed otherwise
+		}
+		s.mu.Unlock()
+	})
+	return s.shutdownErr
+}
+
+// Close stops serving if Serve still runs, then stops the engine, waits
+// for the agent's runs to stop, commits pending writes and closes the
+// database. It may be called after a failed Open step, and more than once
+// (later calls return the first call's result).
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		var err error
+		if s.http != nil {
+			err = s.shutdownHTTP()
+		}
+		if s.Engine != nil {
+			s.Engine.Close()
+		}
+		if s.Agent != nil {
+			s.Agent.wait()
+		}
+		if s.Store != nil {
+			err = errors.Join(err, s.Store.Close())
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
 }
 
 // Handler returns the gateway's HTTP handler, for serving it on another

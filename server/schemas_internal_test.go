@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testwait"
 )
 
 // textSchema is the parameters of the tools these tests register.
@@ -113,12 +114,10 @@ func TestSchemaCacheForgetsUnusedSchemas(t *testing.T) {
 	}
 	runtime.KeepAlive(first)
 	first = nil
-	for deadline := time.Now().Add(10 * time.Second); cacheSize(c) != 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d entries after the schema's last holder let go, want 0", cacheSize(c))
-		}
+	testwait.Until(t, 10*time.Second, "no entries after the schema's last holder let go", func() bool {
 		runtime.GC()
-	}
+		return cacheSize(c) == 0
+	})
 }
 
 // TestSchemaCacheKeepsANewerEntry: the cleanup of a collected schema

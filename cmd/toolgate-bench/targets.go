@@ -84,7 +84,7 @@ func startClients(ctx context.Context, system, url string, n int) (*child, []str
 }
 
 // inProcessTargets starts, inside this process, a toolgate gateway per
-// toolgate transport (server.New on a fresh SQLite file), the baseline and
+// toolgate transport (server.Open on a fresh SQLite file), the baseline and
 // the floor, with n clients each in child processes; callers are this
 // process's goroutines calling the engine (or the baseline) directly.
 func inProcessTargets(ctx context.Context, tmp, agentKey string, n int) ([]*target, error) {
@@ -132,14 +132,18 @@ func inProcessTargets(ctx context.Context, tmp, agentKey string, n int) ([]*targ
 // inProcessToolgate runs the gateway in this process with sys clients.
 func inProcessToolgate(ctx context.Context, sys, db, agentKey string, n int) (*target, error) {
 	cfg := server.Config{Addr: "127.0.0.1:0", DBPath: db, AgentKey: agentKey}
-	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	srv, err := server.Open(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
+		return nil, err
+	}
+	if err := srv.Listen(); err != nil {
+		srv.Close()
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() { srv.Serve(sctx); close(served) }()
-	stopServer := func() { cancel(); <-served }
+	stopServer := func() { cancel(); <-served; srv.Close() }
 	cl, sess, err := startClients(ctx, sys, srv.URL(), n)
 	if err != nil {
 		stopServer()

@@ -119,7 +119,9 @@ func runConnect(ctx context.Context, args []string) error {
 	} else if err != nil {
 		return err
 	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	client := mobile.NewClient(cfg.URL)
+	client.SetLogger(mobileLogger{log})
 	client.SetSessionStore(mobile.NewFileSessionStore(cfg.StatePath))
 	client.SetClientKey(cfg.ClientKey)
 	client.SetClientInfo(cfg.Name, "", "desktop")
@@ -132,14 +134,14 @@ func runConnect(ctx context.Context, args []string) error {
 	}
 	var folder *toolFolder
 	if cfg.ToolsDir != "" {
-		folder = newToolFolder(cfg.ToolsDir, client)
+		folder = newToolFolder(cfg.ToolsDir, client, log)
 		folder.scan()
 	}
-	if err := connectWithRetry(ctx, client); err != nil {
+	if err := connectWithRetry(ctx, client, log); err != nil {
 		return err
 	}
 	defer client.Close()
-	slog.Info("toolgate connect: offering tools", "url", cfg.URL, "session", client.SessionID(), "tools", client.ToolNamesJSON(), "state", cfg.StatePath)
+	log.Info("toolgate connect: offering tools", "url", cfg.URL, "session", client.SessionID(), "tools", client.ToolNamesJSON(), "state", cfg.StatePath)
 	if folder == nil || cfg.Rescan == 0 {
 		<-ctx.Done()
 		return nil
@@ -158,7 +160,7 @@ func runConnect(ctx context.Context, args []string) error {
 
 // connectWithRetry connects, retrying while the gateway cannot be reached
 // or fails on its side; a refusal (a wrong client key) ends it.
-func connectWithRetry(ctx context.Context, client *mobile.Client) error {
+func connectWithRetry(ctx context.Context, client *mobile.Client, log *slog.Logger) error {
 	wait := 500 * time.Millisecond
 	for {
 		err := client.Connect()
@@ -169,7 +171,7 @@ func connectWithRetry(ctx context.Context, client *mobile.Client) error {
 		if errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.Status != 429 {
 			return err
 		}
-		slog.Warn("toolgate connect: cannot reach the gateway; retrying", "error", err, "in", wait)
+		log.Warn("toolgate connect: cannot reach the gateway; retrying", "error", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -177,4 +179,16 @@ func connectWithRetry(ctx context.Context, client *mobile.Client) error {
 		}
 		wait = min(wait*2, 30*time.Second)
 	}
+}
+
+// mobileLogger passes the SDK client's log lines to the command's logger.
+type mobileLogger struct{ log *slog.Logger }
+
+// Log implements mobile.Logger; the SDK's levels are slog's level names.
+func (m mobileLogger) Log(level, message string) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	m.log.Log(context.Background(), l, message, "component", "toolgate/mobile")
 }

@@ -49,10 +49,11 @@ type toolFolder struct {
 	client *mobile.Client
 	known  map[string]folderTool
 	broken map[string]string // name -> the last problem logged, to log it once
+	log    *slog.Logger
 }
 
-func newToolFolder(dir string, client *mobile.Client) *toolFolder {
-	return &toolFolder{dir: dir, client: client, known: map[string]folderTool{}, broken: map[string]string{}}
+func newToolFolder(dir string, client *mobile.Client, log *slog.Logger) *toolFolder {
+	return &toolFolder{dir: dir, client: client, known: map[string]folderTool{}, broken: map[string]string{}, log: log}
 }
 
 // scan registers tools added or changed since the last scan and
@@ -61,7 +62,7 @@ func (f *toolFolder) scan() {
 	found, problems := findFolderTools(f.dir)
 	for name, problem := range problems {
 		if f.broken[name] != problem {
-			slog.Warn("toolgate connect: tool left out", "tool", name, "reason", problem)
+			f.log.Warn("toolgate connect: tool left out", "tool", name, "reason", problem)
 		}
 	}
 	f.broken = problems
@@ -73,10 +74,10 @@ func (f *toolFolder) scan() {
 		// files change, and is unregistered if it is removed.
 		f.known[name] = tool
 		if err := f.register(name, tool); err != nil {
-			slog.Warn("toolgate connect: tool left out", "tool", name, "reason", err)
+			f.log.Warn("toolgate connect: tool left out", "tool", name, "reason", err)
 			continue
 		}
-		slog.Info("toolgate connect: tool offered", "tool", name, "executable", tool.executable)
+		f.log.Info("toolgate connect: tool offered", "tool", name, "executable", tool.executable)
 	}
 	for name := range f.known {
 		if _, still := found[name]; still {
@@ -84,9 +85,9 @@ func (f *toolFolder) scan() {
 		}
 		delete(f.known, name)
 		if err := f.client.UnregisterTool(name); err != nil {
-			slog.Warn("toolgate connect: removing a tool", "tool", name, "error", err)
+			f.log.Warn("toolgate connect: removing a tool", "tool", name, "error", err)
 		}
-		slog.Info("toolgate connect: tool removed", "tool", name)
+		f.log.Info("toolgate connect: tool removed", "tool", name)
 	}
 }
 

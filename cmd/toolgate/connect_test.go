@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mobile"
 )
 
@@ -89,21 +90,19 @@ func startConnect(t *testing.T, args ...string) (sessionID string, stop func()) 
 	}
 	t.Cleanup(cancel)
 	statePath := args[len(args)-1]
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.Until(t, 20*time.Second, "a session stored", func() bool {
 		if state, err := mobile.NewFileSessionStore(statePath).Load(); err == nil && state != nil {
-			return state.SessionID, stop
+			sessionID = state.SessionID
+			return true
 		}
 		select {
 		case err := <-exited:
 			t.Fatalf("runConnect ended before storing a session: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no session stored within 20s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return sessionID, stop
 }
 
 func agentDo(t *testing.T, g *gatewaytest.Gateway, method, path string, body, out any) int {
@@ -154,17 +153,6 @@ func onlineTools(t *testing.T, g *gatewaytest.Gateway, sid string) map[string]bo
 	return names
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestConnectAnswersWithTheFolderScripts(t *testing.T) {
 	g := gatewaytest.Start(t)
 	dir := t.TempDir()
@@ -178,7 +166,7 @@ func TestConnectAnswersWithTheFolderScripts(t *testing.T) {
 	args := []string{"--url", g.URL, "--tools-dir", dir, "--rescan", "50ms", "--state", statePath}
 
 	sid, stop := startConnect(t, args...)
-	waitUntil(t, "the folder's tools", func() bool {
+	testwait.Until(t, 15*time.Second, "the folder's tools", func() bool {
 		tools := onlineTools(t, g, sid)
 		return tools["device_info"] && tools["echo"] && tools["words"] && tools["fail"]
 	})
@@ -218,7 +206,7 @@ func TestConnectAnswersWithTheFolderScripts(t *testing.T) {
 	// without a restart.
 	writeTool(t, dir, "later.sh", `echo '{"added":"later"}'`, `{"description":"Added while running"}`)
 	os.Remove(filepath.Join(dir, "echo.sh"))
-	waitUntil(t, "later added and echo removed", func() bool {
+	testwait.Until(t, 15*time.Second, "later added and echo removed", func() bool {
 		tools := onlineTools(t, g, sid)
 		_, echo := tools["echo"]
 		return tools["later"] && !echo
@@ -234,7 +222,7 @@ func TestConnectAnswersWithTheFolderScripts(t *testing.T) {
 	if again != sid {
 		t.Fatalf("restarted connect is on session %s, want %s", again, sid)
 	}
-	waitUntil(t, "the tools online again", func() bool { return onlineTools(t, g, sid)["later"] })
+	testwait.Until(t, 15*time.Second, "the tools online again", func() bool { return onlineTools(t, g, sid)["later"] })
 	if rec := call(t, g, sid, "words", `{}`); rec.Status != toolgate.StatusCompleted {
 		t.Errorf("words after the restart: %s %+v", rec.Status, rec.Error)
 	}
@@ -250,14 +238,14 @@ func TestConnectKillsTheScriptOfACancelledCall(t *testing.T) {
 	writeTool(t, dir, "hang.sh", "echo $$ > "+pidFile+"; exec sleep 60", `{"description":"Hangs","timeout_ms":400}`)
 	sid, stop := startConnect(t, "--url", g.URL, "--tools-dir", dir, "--transport", "poll", "--state", filepath.Join(t.TempDir(), "state.json"))
 	defer stop()
-	waitUntil(t, "hang offered", func() bool { return onlineTools(t, g, sid)["hang"] })
+	testwait.Until(t, 15*time.Second, "hang offered", func() bool { return onlineTools(t, g, sid)["hang"] })
 	var rec toolgate.Call
 	agentDo(t, g, http.MethodPost, "/v1/calls", map[string]any{"session_id": sid, "tool": "hang", "args": map[string]any{}}, &rec)
 	if rec.Status != toolgate.StatusTimedOut {
 		t.Fatalf("hang: status %s, want timed_out", rec.Status)
 	}
 	var pid int
-	waitUntil(t, "the script's pid", func() bool {
+	testwait.Until(t, 15*time.Second, "the script's pid", func() bool {
 		b, err := os.ReadFile(pidFile)
 		if err != nil {
 			return false
@@ -265,5 +253,5 @@ func TestConnectKillsTheScriptOfACancelledCall(t *testing.T) {
 		_, err = fmt.Sscan(string(b), &pid)
 		return err == nil
 	})
-	waitUntil(t, "the script killed", func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
+	testwait.Until(t, 15*time.Second, "the script killed", func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
 }

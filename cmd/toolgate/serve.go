@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -119,13 +120,16 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
-	srv, err := server.New(ctx, cfg, log)
+	srv, err := server.Open(ctx, cfg, log)
 	if err != nil {
 		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return errors.Join(err, srv.Close())
 	}
 	url := srv.URL()
 	key := srv.Engine.AgentKey()
 	fmt.Printf("toolgate serving on %s\nagent key: %s\nconsole: %s/#agent_key=%s\n", url, key, url, key)
-	return srv.Serve(ctx)
+	err = srv.Serve(ctx)
+	return errors.Join(err, srv.Close())
 }
