@@ -1,7 +1,9 @@
 package handlers_test
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -142,4 +144,40 @@ func (l *fakeListener) end() { l.endOnce.Do(func() { close(l.done) }) }
 func event(seq int64, typ, callID string) toolgate.Event {
 	return toolgate.Event{Seq: seq, Type: typ, CallID: callID,
 		Data: []byte(`{"type":"` + typ + `","id":"` + callID + `"}`)}
+}
+
+// eventLog is a session's event log that a test appends to, read as the
+// engine reads it: the events after a cursor, and the new cursor.
+type eventLog struct {
+	mu     sync.Mutex
+	events []toolgate.Event
+}
+
+func (g *eventLog) add(events ...toolgate.Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.events = append(g.events, events...)
+	slices.SortFunc(g.events, func(a, b toolgate.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+func (g *eventLog) after(_ string, cursor int64) ([]toolgate.Event, int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []toolgate.Event
+	for _, ev := range g.events {
+		if ev.Seq > cursor {
+			out = append(out, ev)
+			cursor = ev.Seq
+		}
+	}
+	return out, cursor, nil
+}
+
+// seqs lists the sequence numbers of events.
+func seqs(events []toolgate.Event) []int64 {
+	out := []int64{}
+	for _, ev := range events {
+		out = append(out, ev.Seq)
+	}
+	return out
 }
