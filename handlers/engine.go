@@ -3,8 +3,10 @@
 // caller API (tools, calls, history), authentication, CORS, the mapping of
 // error codes to HTTP statuses, and the embedded web assets.
 //
-// It declares what it needs of the engine as the Engine interface; the
-// server package provides the implementation and wires the two together.
+// It declares what it needs of the engine as one small interface per
+// resource (Auth, Sessions, Tools, Delivery, Answers, Calls), whose union
+// is Engine; each resource's handlers hold only their own part. The server
+// package provides the implementation and wires the two together.
 package handlers
 
 import (
@@ -108,7 +110,7 @@ type Listener interface {
 
 // Options configure the router.
 type Options struct {
-	Engine         Engine
+	Engine         Engine       // the gateway core; each resource uses its part
 	Metrics        http.Handler // serves /metrics
 	AllowedOrigins []string     // CORS origins; none disables CORS
 	MaxBodyBytes   int64
