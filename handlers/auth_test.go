@@ -94,11 +94,7 @@ func TestBodyLimit(t *testing.T) {
 func TestCORS(t *testing.T) {
 	origins := func(o *handlers.Options) { o.AllowedOrigins = []string{"https://app.example"} }
 	from := func(origin string, more map[string]string) map[string]string {
-		h := map[string]string{"Origin": origin}
-		for k, v := range more {
-			h[k] = v
-		}
-		return h
+		return with(map[string]string{"Origin": origin}, more)
 	}
 	runScenarios(t, []scenario{
 		{name: "preflight from an allowed origin", tune: origins,

@@ -29,6 +29,17 @@ func asSession(sid string) map[string]string {
 	return map[string]string{"Authorization": "Bearer token-" + sid}
 }
 
+// with returns the headers of base and more, more's winning.
+func with(base, more map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range []map[string]string{base, more} {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // fakeEngine is a handlers.Engine assembled from the parts a test sets. A
 // part left nil panics when a route uses it, which the router's Recoverer
 // answers with a 500: a test that drives a route it did not fake fails.

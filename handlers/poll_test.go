@@ -101,8 +101,9 @@ func TestPoll(t *testing.T) {
 	})
 }
 
-// heldPoll is a poll whose log is empty at first; during is what happens
-// once the poll is held (on the log's first read).
+// heldPoll is the engine side of a poll from cursor 7 of an empty log:
+// the newHeldPoll's during runs right after the log's first read, as if
+// something happened while the poll is held.
 type heldPoll struct {
 	log       eventLog
 	listener  *fakeListener

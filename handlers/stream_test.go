@@ -123,6 +123,10 @@ func TestStream(t *testing.T) {
 					t.Errorf("header %s is %q, want %q", name, got, want)
 				}
 			}
+			if !tr.http2 && (!resp.Close || !reflect.DeepEqual(resp.TransferEncoding, []string{"chunked"})) {
+				// A taken-over connection is not reused after the stream.
+				t.Errorf("a stream's connection is kept (close %v), transfer encoding %v", resp.Close, resp.TransferEncoding)
+			}
 			body := bufio.NewReader(resp.Body)
 			expect(t, body, ready(15000)+frame(3, "tool_call_request", "c1"))
 
@@ -182,11 +186,7 @@ func TestStreamResumes(t *testing.T) {
 				s, eng := newOpenStream(event(3, "tool_call_request", "c1"), event(7, "tool_call_request", "c4"))
 				s.log.add(event(6, "call_cancelled", "c2"))
 				ts := newTestServer(t, eng, func(o *handlers.Options) { o.Heartbeat = time.Hour }, tr.http2)
-				headers := asSession("s1")
-				for k, v := range resume.headers {
-					headers[k] = v
-				}
-				resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events" + resume.path, headers: headers})
+				resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events" + resume.path, headers: with(asSession("s1"), resume.headers)})
 				expect(t, resp.Body, ready(3600000)+frame(3, "tool_call_request", "c1")+
 					frame(6, "call_cancelled", "c2")+frame(7, "tool_call_request", "c4"))
 				if cursor := s.checked.only(t); cursor != 5 {
@@ -233,9 +233,8 @@ func TestStreamCORS(t *testing.T) {
 			t.Parallel()
 			_, eng := newOpenStream()
 			ts := newTestServer(t, eng, func(o *handlers.Options) { o.AllowedOrigins = []string{"https://app.example"} }, tr.http2)
-			headers := asSession("s1")
-			headers["Origin"] = "https://app.example"
-			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events", headers: headers})
+			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events",
+				headers: with(asSession("s1"), map[string]string{"Origin": "https://app.example"})})
 			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "https://app.example" {
 				t.Errorf("Access-Control-Allow-Origin is %q", got)
 			}
@@ -251,11 +250,7 @@ func TestStreamRefused(t *testing.T) {
 		return eng
 	}
 	events := func(headers map[string]string) request {
-		h := asSession("s1")
-		for k, v := range headers {
-			h[k] = v
-		}
-		return request{method: "GET", path: "/v1/sessions/s1/events", headers: h}
+		return request{method: "GET", path: "/v1/sessions/s1/events", headers: with(asSession("s1"), headers)}
 	}
 	runScenarios(t, []scenario{
 		{name: "a Last-Event-ID that is not a number", engine: failing(func(*fakeDelivery) {}),
