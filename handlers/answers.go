@@ -12,10 +12,15 @@ import (
 // maxAnswersPerRequest bounds a tool_results batch.
 const maxAnswersPerRequest = 1000
 
+// answerHandlers serve a client's answers and progress reports.
+type answerHandlers struct {
+	answers Answers
+}
+
 // handleResults serves POST /v1/sessions/{sid}/results: one answer
 // (tool_result or tool_error) or several (tool_results). The reply comes
 // only after the answers are durably stored.
-func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
+func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 	sid := chi.URLParam(r, "sid")
 	body, err := readBody(r, false)
 	if err != nil {
@@ -38,7 +43,7 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, r, err)
 			return
 		}
-		acks, err := a.eng.SubmitAnswers(r.Context(), sid, []toolgate.Answer{answer})
+		acks, err := h.answers.SubmitAnswers(r.Context(), sid, []toolgate.Answer{answer})
 		if err != nil {
 			WriteError(w, r, err)
 			return
@@ -70,7 +75,7 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
 		}
 		valid = append(valid, answers[i])
 	}
-	acks, err := a.eng.SubmitAnswers(r.Context(), sid, valid)
+	acks, err := h.answers.SubmitAnswers(r.Context(), sid, valid)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -89,13 +94,13 @@ func (a *API) handleResults(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleProgress serves POST /v1/sessions/{sid}/progress.
-func (a *API) handleProgress(w http.ResponseWriter, r *http.Request) {
+func (h *answerHandlers) handleProgress(w http.ResponseWriter, r *http.Request) {
 	var p toolgate.ProgressReport
 	if err := DecodeJSON(r, &p, false, false); err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	ack, err := a.eng.ReportProgress(r.Context(), chi.URLParam(r, "sid"), p)
+	ack, err := h.answers.ReportProgress(r.Context(), chi.URLParam(r, "sid"), p)
 	if err != nil {
 		WriteError(w, r, err)
 		return

@@ -10,18 +10,24 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
+// callHandlers serve the caller's calls.
+type callHandlers struct {
+	calls   Calls
+	maxWait time.Duration // cap on GET /v1/calls/{id}?wait_ms=
+}
+
 // handleCallCreate serves POST /v1/calls. With wait (the default) the reply
 // comes when the call ends: 200 with the final record, timed_out included.
 // With "wait": false it is 202 with the pending record. If the caller goes
 // away or the gateway shuts down while waiting, the call goes on; the
 // caller re-attaches with GET /v1/calls/{id}?wait_ms=.
-func (a *API) handleCallCreate(w http.ResponseWriter, r *http.Request) {
+func (h *callHandlers) handleCallCreate(w http.ResponseWriter, r *http.Request) {
 	var req toolgate.CallRequest
 	if err := DecodeJSON(r, &req, true, false); err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	call, err := a.eng.CreateCall(r.Context(), req, r.Header.Get("Idempotency-Key"))
+	call, err := h.calls.CreateCall(r.Context(), req, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -30,10 +36,10 @@ func (a *API) handleCallCreate(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusAccepted, call)
 		return
 	}
-	final, err := a.eng.WaitCall(r.Context(), call.ID, -1)
+	final, err := h.calls.WaitCall(r.Context(), call.ID, -1)
 	if err != nil {
 		// The request context ended: reply with what is known, if anyone listens.
-		if current, gerr := a.eng.GetCall(detached(r.Context()), call.ID); gerr == nil {
+		if current, gerr := h.calls.GetCall(detached(r.Context()), call.ID); gerr == nil {
 			WriteJSON(w, http.StatusAccepted, current)
 			return
 		}
@@ -45,14 +51,14 @@ func (a *API) handleCallCreate(w http.ResponseWriter, r *http.Request) {
 
 // handleCallGet serves GET /v1/calls/{id}?wait_ms=: the record, held until
 // the call ends when wait_ms is given.
-func (a *API) handleCallGet(w http.ResponseWriter, r *http.Request) {
+func (h *callHandlers) handleCallGet(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	wait, err := durationParam(r, "wait_ms", 0, a.opts.MaxCallWait)
+	wait, err := durationParam(r, "wait_ms", 0, h.maxWait)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	call, err := a.eng.WaitCall(r.Context(), id, wait)
+	call, err := h.calls.WaitCall(r.Context(), id, wait)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -61,7 +67,7 @@ func (a *API) handleCallGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleCallList serves GET /v1/calls: history, newest first.
-func (a *API) handleCallList(w http.ResponseWriter, r *http.Request) {
+func (h *callHandlers) handleCallList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	query := toolgate.CallQuery{
 		SessionID: q.Get("session_id"),
@@ -77,7 +83,7 @@ func (a *API) handleCallList(w http.ResponseWriter, r *http.Request) {
 		}
 		query.Limit = n
 	}
-	list, err := a.eng.ListCalls(r.Context(), query)
+	list, err := h.calls.ListCalls(r.Context(), query)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -86,8 +92,8 @@ func (a *API) handleCallList(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleCallCancel serves POST /v1/calls/{id}/cancel.
-func (a *API) handleCallCancel(w http.ResponseWriter, r *http.Request) {
-	call, err := a.eng.CancelCall(r.Context(), chi.URLParam(r, "id"))
+func (h *callHandlers) handleCallCancel(w http.ResponseWriter, r *http.Request) {
+	call, err := h.calls.CancelCall(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		WriteError(w, r, err)
 		return

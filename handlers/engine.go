@@ -3,8 +3,10 @@
 // caller API (tools, calls, history), authentication, CORS, the mapping of
 // error codes to HTTP statuses, and the embedded web assets.
 //
-// It declares what it needs of the engine as the Engine interface; the
-// server package provides the implementation and wires the two together.
+// It declares what it needs of the engine as one small interface per
+// resource (Auth, Sessions, Tools, Delivery, Answers, Calls), whose union
+// is Engine; each resource's handlers hold only their own part. The server
+// package provides the implementation and wires the two together.
 package handlers
 
 import (
@@ -16,34 +18,82 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// Engine is the gateway core as the handlers use it.
+// Engine is the gateway core as the handlers use it: the union of what
+// each resource's handlers need. The router hands each resource only its
+// own part, so a test fakes only what the routes it drives use.
 type Engine interface {
-	IsAgentKey(secret string) bool
-	IsClientKey(secret string) bool
-	AuthorizeSession(ctx context.Context, sid, token string) error
-	Healthy(ctx context.Context) error
+	Auth
+	Sessions
+	Tools
+	Delivery
+	Answers
+	Calls
+}
 
+// Auth is what the router itself needs: who holds which key or token,
+// and whether the gateway can serve at all (GET /healthz).
+type Auth interface {
+	// IsAgentKey reports whether secret is the agent (caller) key.
+	IsAgentKey(secret string) bool
+	// IsClientKey reports whether secret may create sessions.
+	IsClientKey(secret string) bool
+	// AuthorizeSession returns nil when token is the session's own.
+	AuthorizeSession(ctx context.Context, sid, token string) error
+	// Healthy returns nil when the gateway can serve.
+	Healthy(ctx context.Context) error
+}
+
+// Sessions is what the session routes need: create, read, list, close.
+type Sessions interface {
 	CreateSession(ctx context.Context, req toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error)
 	SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error)
 	ListSessions(ctx context.Context) ([]toolgate.SessionView, error)
 	CloseSession(ctx context.Context, sid string) error
+}
 
+// Tools is what the tool routes need: a session registers and removes its
+// tools; the caller lists them.
+type Tools interface {
 	RegisterTools(ctx context.Context, sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error)
 	RemoveTool(ctx context.Context, sid, name string) error
 	ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error)
+}
 
+// Delivery is what the event stream and the long-poll need: a session's
+// event log read from a cursor, a listener woken when it grows, and the
+// record of what was sent.
+type Delivery interface {
+	// Listen opens a stream (streaming) or a held poll of the session. It
+	// is called before the first read of the log, so that nothing
+	// appended in between is missed.
 	Listen(sid string, streaming bool) (Listener, error)
+	// ListenFunc opens a stream whose wake-ups (new events, the session's
+	// end) call notify instead of a channel; notify must never block.
 	ListenFunc(sid string, notify func()) (Listener, error)
+	// OpenEvents returns a tool_call_request for every open call of the
+	// session, oldest first, and the cursor to read on from.
 	OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, int64, error)
+	// EventsAfter returns the events after cursor, and the new cursor.
 	EventsAfter(ctx context.Context, sid string, cursor int64) ([]toolgate.Event, int64, error)
+	// CheckCursor refuses a cursor the session's log cannot resume from.
 	CheckCursor(ctx context.Context, sid string, cursor int64) error
+	// Delivered records that the events are being written to the
+	// session's client; it is called before the bytes leave.
 	Delivered(sid string, events []toolgate.Event)
+}
 
+// Answers is what a client's answers need: results and progress reports.
+type Answers interface {
 	SubmitAnswers(ctx context.Context, sid string, answers []toolgate.Answer) ([]toolgate.AnswerAck, error)
 	ReportProgress(ctx context.Context, sid string, p toolgate.ProgressReport) (*toolgate.ProgressAck, error)
+}
 
+// Calls is what the caller's call routes need.
+type Calls interface {
 	CreateCall(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error)
 	GetCall(ctx context.Context, id string) (*toolgate.Call, error)
+	// WaitCall returns the call once it has ended or wait has passed: at
+	// once for 0, with no limit but ctx for a negative wait.
 	WaitCall(ctx context.Context, id string, wait time.Duration) (*toolgate.Call, error)
 	ListCalls(ctx context.Context, q toolgate.CallQuery) (*toolgate.CallList, error)
 	CancelCall(ctx context.Context, id string) (*toolgate.Call, error)
@@ -61,7 +111,7 @@ type Listener interface {
 
 // Options configure the router.
 type Options struct {
-	Engine         Engine
+	Engine         Engine       // the gateway core; each resource uses its part
 	Metrics        http.Handler // serves /metrics
 	AllowedOrigins []string     // CORS origins; none disables CORS
 	MaxBodyBytes   int64

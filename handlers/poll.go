@@ -11,17 +11,24 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
+// pollHandler serves a session's long-poll.
+type pollHandler struct {
+	delivery Delivery
+	wait     time.Duration // the hold when the poll names no wait_ms
+	maxWait  time.Duration // cap on wait_ms
+}
+
 // handlePoll serves GET /v1/sessions/{sid}/poll?cursor=&wait_ms=, the
 // long-poll carrying the same events as the stream for clients behind
 // proxies that break streaming. It answers at once when there are events
 // after the cursor, else holds the request up to wait_ms. Without a cursor
 // it first returns the session's open calls, like a stream opened without
 // Last-Event-ID.
-func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
+func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sid := chi.URLParam(r, "sid")
 	q := r.URL.Query()
-	wait, err := durationParam(r, "wait_ms", a.opts.PollWait, a.opts.MaxPollWait)
+	wait, err := durationParam(r, "wait_ms", h.wait, h.maxWait)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -34,12 +41,12 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "cursor must be a whole number from an earlier poll, not %q", q.Get("cursor")))
 			return
 		}
-		if err := a.eng.CheckCursor(ctx, sid, cursor); err != nil {
+		if err := h.delivery.CheckCursor(ctx, sid, cursor); err != nil {
 			WriteError(w, r, err)
 			return
 		}
 	}
-	l, err := a.eng.Listen(sid, false)
+	l, err := h.delivery.Listen(sid, false)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -47,9 +54,9 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 	defer l.Close()
 	var events []toolgate.Event
 	if hasCursor {
-		events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
+		events, cursor, err = h.delivery.EventsAfter(ctx, sid, cursor)
 	} else {
-		events, cursor, err = a.eng.OpenEvents(ctx, sid)
+		events, cursor, err = h.delivery.OpenEvents(ctx, sid)
 	}
 	if err != nil {
 		WriteError(w, r, err)
@@ -66,10 +73,10 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 			case <-timer.C:
 				break hold
 			case <-l.Done():
-				events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
+				events, cursor, err = h.delivery.EventsAfter(ctx, sid, cursor)
 				break hold
 			case <-l.Wake():
-				events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
+				events, cursor, err = h.delivery.EventsAfter(ctx, sid, cursor)
 				if err != nil || len(events) > 0 {
 					break hold
 				}
@@ -81,7 +88,7 @@ func (a *API) handlePoll(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Recorded before the reply leaves, so that an answer finds the call delivered.
-	a.eng.Delivered(sid, events)
+	h.delivery.Delivered(sid, events)
 	writePollReply(w, events, cursor)
 }
 

@@ -21,7 +21,7 @@ type Router = chi.Router
 // API is the gateway's HTTP handler.
 type API struct {
 	opts    Options
-	eng     Engine
+	auth    Auth
 	router  chi.Router
 	streams *streamHub // serves event streams taken over from net/http
 }
@@ -56,8 +56,15 @@ func New(opts Options) *API {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{opts: opts, eng: opts.Engine}
+	a := &API{opts: opts, auth: opts.Engine}
 	a.streams = newStreamHub(opts.Engine, opts.Heartbeat)
+	// Each resource holds only its part of the engine.
+	sessions := &sessionHandlers{sessions: opts.Engine}
+	tools := &toolHandlers{tools: opts.Engine}
+	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: opts.Heartbeat}
+	poll := &pollHandler{delivery: opts.Engine, wait: opts.PollWait, maxWait: opts.MaxPollWait}
+	answers := &answerHandlers{answers: opts.Engine}
+	calls := &callHandlers{calls: opts.Engine, maxWait: opts.MaxCallWait}
 	r := chi.NewRouter()
 	a.router = r
 	r.Use(a.withLogger)
@@ -86,34 +93,34 @@ func New(opts Options) *API {
 	}
 
 	// Client API.
-	r.Post("/v1/sessions", a.handleSessionCreate)
+	r.With(a.requireClientKey).Post("/v1/sessions", sessions.handleSessionCreate)
 	r.Route("/v1/sessions/{sid}", func(r chi.Router) {
 		r.Group(func(r chi.Router) {
 			r.Use(a.requireSessionOrAgent)
-			r.Get("/", a.handleSessionGet)
-			r.Post("/close", a.handleSessionClose)
-			r.Delete("/", a.handleSessionClose)
+			r.Get("/", sessions.handleSessionGet)
+			r.Post("/close", sessions.handleSessionClose)
+			r.Delete("/", sessions.handleSessionClose)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(a.requireSession)
-			r.Post("/tools", a.handleToolsRegister)
-			r.Delete("/tools/{name}", a.handleToolDelete)
-			r.Get("/events", a.handleEvents)
-			r.Get("/poll", a.handlePoll)
-			r.Post("/results", a.handleResults)
-			r.Post("/progress", a.handleProgress)
+			r.Post("/tools", tools.handleToolsRegister)
+			r.Delete("/tools/{name}", tools.handleToolDelete)
+			r.Get("/events", stream.handleEvents)
+			r.Get("/poll", poll.handlePoll)
+			r.Post("/results", answers.handleResults)
+			r.Post("/progress", answers.handleProgress)
 		})
 	})
 
 	// Caller API.
 	r.Group(func(r chi.Router) {
 		r.Use(a.RequireAgent)
-		r.Get("/api/tools", a.handleToolsList)
-		r.Get("/v1/sessions", a.handleSessionList)
-		r.Post("/v1/calls", a.handleCallCreate)
-		r.Get("/v1/calls", a.handleCallList)
-		r.Get("/v1/calls/{id}", a.handleCallGet)
-		r.Post("/v1/calls/{id}/cancel", a.handleCallCancel)
+		r.Get("/api/tools", tools.handleToolsList)
+		r.Get("/v1/sessions", sessions.handleSessionList)
+		r.Post("/v1/calls", calls.handleCallCreate)
+		r.Get("/v1/calls", calls.handleCallList)
+		r.Get("/v1/calls/{id}", calls.handleCallGet)
+		r.Post("/v1/calls/{id}/cancel", calls.handleCallCancel)
 	})
 	if opts.Mount != nil {
 		opts.Mount(r, a)
@@ -159,7 +166,7 @@ func (a *API) limitBody(next http.Handler) http.Handler {
 }
 
 func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if err := a.eng.Healthy(r.Context()); err != nil {
+	if err := a.auth.Healthy(r.Context()); err != nil {
 		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
 		return
 	}
@@ -196,7 +203,7 @@ func (a *API) RequireAgent(next http.Handler) http.Handler {
 			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "the agent key is required (Authorization: Bearer <agent key>)"))
 			return
 		}
-		if !a.eng.IsAgentKey(secret) {
+		if !a.auth.IsAgentKey(secret) {
 			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key"))
 			return
 		}
@@ -209,7 +216,7 @@ func (a *API) RequireAgent(next http.Handler) http.Handler {
 func (a *API) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := chi.URLParam(r, "sid")
-		if err := a.eng.AuthorizeSession(r.Context(), sid, Bearer(r, isStreaming(r))); err != nil {
+		if err := a.auth.AuthorizeSession(r.Context(), sid, Bearer(r, isStreaming(r))); err != nil {
 			WriteError(w, r, err)
 			return
 		}
@@ -221,11 +228,24 @@ func (a *API) requireSession(next http.Handler) http.Handler {
 func (a *API) requireSessionOrAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret := Bearer(r, false)
-		if a.eng.IsAgentKey(secret) {
+		if a.auth.IsAgentKey(secret) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		a.requireSession(next).ServeHTTP(w, r)
+	})
+}
+
+// requireClientKey lets through only requests bearing a key that may
+// create sessions: the client key when one is configured (the agent key
+// also serves).
+func (a *API) requireClientKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.auth.IsClientKey(Bearer(r, false)) {
+			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "this gateway requires its client key to create sessions (Authorization: Bearer <client key>)"))
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -8,19 +8,20 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// handleSessionCreate serves POST /v1/sessions. When a client key is
-// configured it must be presented (the agent key also serves).
-func (a *API) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
-	if !a.eng.IsClientKey(Bearer(r, false)) {
-		WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "this gateway requires its client key to create sessions (Authorization: Bearer <client key>)"))
-		return
-	}
+// sessionHandlers serve the sessions: a client creates its own, the
+// session or the caller reads and closes it, the caller lists them.
+type sessionHandlers struct {
+	sessions Sessions
+}
+
+// handleSessionCreate serves POST /v1/sessions, behind requireClientKey.
+func (h *sessionHandlers) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	var req toolgate.CreateSessionRequest
 	if err := DecodeJSON(r, &req, true, true); err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	created, err := a.eng.CreateSession(r.Context(), req)
+	created, err := h.sessions.CreateSession(r.Context(), req)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -29,8 +30,8 @@ func (a *API) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSessionGet serves GET /v1/sessions/{sid}.
-func (a *API) handleSessionGet(w http.ResponseWriter, r *http.Request) {
-	view, err := a.eng.SessionView(r.Context(), chi.URLParam(r, "sid"))
+func (h *sessionHandlers) handleSessionGet(w http.ResponseWriter, r *http.Request) {
+	view, err := h.sessions.SessionView(r.Context(), chi.URLParam(r, "sid"))
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -39,9 +40,9 @@ func (a *API) handleSessionGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSessionClose serves POST /v1/sessions/{sid}/close and DELETE.
-func (a *API) handleSessionClose(w http.ResponseWriter, r *http.Request) {
+func (h *sessionHandlers) handleSessionClose(w http.ResponseWriter, r *http.Request) {
 	sid := chi.URLParam(r, "sid")
-	if err := a.eng.CloseSession(r.Context(), sid); err != nil {
+	if err := h.sessions.CloseSession(r.Context(), sid); err != nil {
 		WriteError(w, r, err)
 		return
 	}
@@ -49,50 +50,11 @@ func (a *API) handleSessionClose(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSessionList serves GET /v1/sessions (agent key): open sessions.
-func (a *API) handleSessionList(w http.ResponseWriter, r *http.Request) {
-	list, err := a.eng.ListSessions(r.Context())
+func (h *sessionHandlers) handleSessionList(w http.ResponseWriter, r *http.Request) {
+	list, err := h.sessions.ListSessions(r.Context())
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"sessions": list})
-}
-
-// handleToolsRegister serves POST /v1/sessions/{sid}/tools.
-func (a *API) handleToolsRegister(w http.ResponseWriter, r *http.Request) {
-	var req toolgate.RegisterToolsRequest
-	if err := DecodeJSON(r, &req, false, false); err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	if req.Tools == nil {
-		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "the body must have a tools array"))
-		return
-	}
-	reply, err := a.eng.RegisterTools(r.Context(), chi.URLParam(r, "sid"), req)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, reply)
-}
-
-// handleToolDelete serves DELETE /v1/sessions/{sid}/tools/{name}.
-func (a *API) handleToolDelete(w http.ResponseWriter, r *http.Request) {
-	sid, name := chi.URLParam(r, "sid"), chi.URLParam(r, "name")
-	if err := a.eng.RemoveTool(r.Context(), sid, name); err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"type": "tool_removed", "name": name})
-}
-
-// handleToolsList serves GET /api/tools (agent key).
-func (a *API) handleToolsList(w http.ResponseWriter, r *http.Request) {
-	tools, err := a.eng.ListTools(r.Context(), r.URL.Query().Get("session_id"))
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]any{"tools": tools})
 }

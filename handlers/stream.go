@@ -11,6 +11,14 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
+// streamHandler serves a session's event stream.
+type streamHandler struct {
+	delivery  Delivery
+	hub       *streamHub    // serves the streams taken over from net/http
+	retry     time.Duration // the retry: hint
+	heartbeat time.Duration // ping interval
+}
+
 // handleEvents serves GET /v1/sessions/{sid}/events, the session's
 // Server-Sent Events stream.
 //
@@ -23,7 +31,7 @@ import (
 // exactly. Over HTTP/1.1 the connection is then handed to the stream hub,
 // which needs no goroutine per idle stream; otherwise (HTTP/2) a goroutine
 // serves the stream.
-func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
+func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sid := chi.URLParam(r, "sid")
 	var cursor int64
@@ -40,19 +48,19 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		cursor = n
 	}
 	hijacker, canHijack := w.(http.Hijacker)
-	if !canHijack || r.ProtoMajor != 1 || a.streams == nil {
-		a.serveStream(w, r, sid, resume != "", cursor)
+	if !canHijack || r.ProtoMajor != 1 || s.hub == nil {
+		s.serveStream(w, r, sid, resume != "", cursor)
 		return
 	}
 
 	// Listen before the first read, so that nothing appended in between is missed.
-	hs := &hubStream{hub: a.streams, sid: sid}
-	l, err := a.eng.ListenFunc(sid, hs.wake)
+	hs := &hubStream{hub: s.hub, sid: sid}
+	l, err := s.delivery.ListenFunc(sid, hs.wake)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	events, cursor, err := a.firstEvents(ctx, sid, resume != "", cursor)
+	events, cursor, err := s.firstEvents(ctx, sid, resume != "", cursor)
 	if err != nil {
 		l.Close()
 		WriteError(w, r, err)
@@ -64,11 +72,11 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	body := appendReady(nil, sid, a.opts.StreamRetry, a.opts.Heartbeat)
+	body := appendReady(nil, sid, s.retry, s.heartbeat)
 	for _, ev := range events {
 		body = appendSSE(body, ev)
 	}
-	a.eng.Delivered(sid, events)
+	s.delivery.Delivered(sid, events)
 	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if _, err := conn.Write(streamHead(w.Header())); err != nil {
 		conn.Close()
@@ -80,23 +88,23 @@ func (a *API) handleEvents(w http.ResponseWriter, r *http.Request) {
 		l.Close()
 		return
 	}
-	a.streams.adopt(hs, conn, l, cursor)
+	s.hub.adopt(hs, conn, l, cursor)
 }
 
 // serveStream serves a stream from the request's own goroutine, where the
 // connection cannot be taken over.
-func (a *API) serveStream(w http.ResponseWriter, r *http.Request, sid string, resume bool, cursor int64) {
+func (s *streamHandler) serveStream(w http.ResponseWriter, r *http.Request, sid string, resume bool, cursor int64) {
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	// Streams live long; the server's write timeout must not cut them.
 	_ = rc.SetWriteDeadline(time.Time{})
-	l, err := a.eng.Listen(sid, true)
+	l, err := s.delivery.Listen(sid, true)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
 	defer l.Close()
-	events, cursor, err := a.firstEvents(ctx, sid, resume, cursor)
+	events, cursor, err := s.firstEvents(ctx, sid, resume, cursor)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -106,19 +114,19 @@ func (a *API) serveStream(w http.ResponseWriter, r *http.Request, sid string, re
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	heartbeat := a.opts.Heartbeat
+	heartbeat := s.heartbeat
 	send := func(body []byte, events []toolgate.Event) bool {
 		for _, ev := range events {
 			body = appendSSE(body, ev)
 		}
 		// Recorded before the bytes leave, so that an answer finds its call delivered.
-		a.eng.Delivered(sid, events)
+		s.delivery.Delivered(sid, events)
 		if _, err := w.Write(body); err != nil {
 			return false
 		}
 		return rc.Flush() == nil
 	}
-	if !send(appendReady(nil, sid, a.opts.StreamRetry, heartbeat), events) {
+	if !send(appendReady(nil, sid, s.retry, heartbeat), events) {
 		return
 	}
 	ping := time.NewTicker(heartbeat)
@@ -129,12 +137,12 @@ func (a *API) serveStream(w http.ResponseWriter, r *http.Request, sid string, re
 			return
 		case <-l.Done():
 			// The session closed: send what is left (its call_cancelled events) and end.
-			if events, _, err = a.eng.EventsAfter(ctx, sid, cursor); err == nil {
+			if events, _, err = s.delivery.EventsAfter(ctx, sid, cursor); err == nil {
 				send(nil, events)
 			}
 			return
 		case <-l.Wake():
-			events, cursor, err = a.eng.EventsAfter(ctx, sid, cursor)
+			events, cursor, err = s.delivery.EventsAfter(ctx, sid, cursor)
 			if err != nil || !send(nil, events) {
 				return
 			}
@@ -151,13 +159,13 @@ func (a *API) serveStream(w http.ResponseWriter, r *http.Request, sid string, re
 // them again the open calls it was sent earlier: a client that restarted
 // with its stored cursor has lost the handlers it was running, and a live
 // one de-duplicates by call id.
-func (a *API) firstEvents(ctx context.Context, sid string, resume bool, cursor int64) ([]toolgate.Event, int64, error) {
+func (s *streamHandler) firstEvents(ctx context.Context, sid string, resume bool, cursor int64) ([]toolgate.Event, int64, error) {
 	if resume {
-		if err := a.eng.CheckCursor(ctx, sid, cursor); err != nil {
+		if err := s.delivery.CheckCursor(ctx, sid, cursor); err != nil {
 			return nil, 0, err
 		}
 	}
-	events, last, err := a.eng.OpenEvents(ctx, sid)
+	events, last, err := s.delivery.OpenEvents(ctx, sid)
 	if err != nil || !resume {
 		return events, last, err
 	}
@@ -167,6 +175,6 @@ func (a *API) firstEvents(ctx context.Context, sid string, resume bool, cursor i
 			earlier = append(earlier, ev)
 		}
 	}
-	after, last, err := a.eng.EventsAfter(ctx, sid, cursor)
+	after, last, err := s.delivery.EventsAfter(ctx, sid, cursor)
 	return append(earlier, after...), last, err
 }

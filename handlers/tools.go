@@ -1,0 +1,54 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgate/toolgate"
+)
+
+// toolHandlers serve the tools: a session registers and removes its own,
+// the caller lists them all.
+type toolHandlers struct {
+	tools Tools
+}
+
+// handleToolsRegister serves POST /v1/sessions/{sid}/tools.
+func (h *toolHandlers) handleToolsRegister(w http.ResponseWriter, r *http.Request) {
+	var req toolgate.RegisterToolsRequest
+	if err := DecodeJSON(r, &req, false, false); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if req.Tools == nil {
+		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "the body must have a tools array"))
+		return
+	}
+	reply, err := h.tools.RegisterTools(r.Context(), chi.URLParam(r, "sid"), req)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, reply)
+}
+
+// handleToolDelete serves DELETE /v1/sessions/{sid}/tools/{name}.
+func (h *toolHandlers) handleToolDelete(w http.ResponseWriter, r *http.Request) {
+	sid, name := chi.URLParam(r, "sid"), chi.URLParam(r, "name")
+	if err := h.tools.RemoveTool(r.Context(), sid, name); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"type": "tool_removed", "name": name})
+}
+
+// handleToolsList serves GET /api/tools (agent key).
+func (h *toolHandlers) handleToolsList(w http.ResponseWriter, r *http.Request) {
+	tools, err := h.tools.ListTools(r.Context(), r.URL.Query().Get("session_id"))
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"tools": tools})
+}
