@@ -27,7 +27,7 @@ const streamWriteTimeout = 10 * time.Second
 // pool of workers then writes what is new, and one ticker schedules the
 // pings, whose failed writes are how a vanished client is noticed.
 type streamHub struct {
-	eng       Engine
+	eng       Delivery
 	heartbeat time.Duration
 	work      chan *hubStream
 	stop      chan struct{}
@@ -55,7 +55,7 @@ type hubStream struct {
 }
 
 // newStreamHub builds a hub; its workers run from start until close.
-func newStreamHub(eng Engine, heartbeat time.Duration) *streamHub {
+func newStreamHub(eng Delivery, heartbeat time.Duration) *streamHub {
 	return &streamHub{
 		eng: eng, heartbeat: heartbeat,
 		work:    make(chan *hubStream, 4096),
