@@ -24,23 +24,23 @@ func TestReflectSchema(t *testing.T) {
 }
 
 func TestCheckMessages(t *testing.T) {
-	call := ToolCall{ID: "t1", Type: "function", Function: FunctionCall{Name: "echo", Arguments: "{}"}}
-	ok := [][]Message{
-		{{Role: RoleUser, Content: "hi"}},
-		{{Role: RoleSystem, Content: "be brief"}, {Role: RoleUser, Content: "hi"}, {Role: RoleAssistant, ToolCalls: []ToolCall{call}}, {Role: RoleTool, ToolCallID: "t1", Content: "x"}},
+	call := toolgate.ChatToolCall{ID: "t1", Type: "function", Function: toolgate.ChatFunctionCall{Name: "echo", Arguments: "{}"}}
+	ok := [][]toolgate.ChatMessage{
+		{{Role: toolgate.RoleUser, Content: "hi"}},
+		{{Role: toolgate.RoleSystem, Content: "be brief"}, {Role: toolgate.RoleUser, Content: "hi"}, {Role: toolgate.RoleAssistant, ToolCalls: []toolgate.ChatToolCall{call}}, {Role: toolgate.RoleTool, ToolCallID: "t1", Content: "x"}},
 	}
 	for _, msgs := range ok {
 		if err := CheckMessages(msgs); err != nil {
 			t.Errorf("CheckMessages(%v) = %v", msgs, err)
 		}
 	}
-	bad := map[string][]Message{
+	bad := map[string][]toolgate.ChatMessage{
 		"empty":              nil,
 		"unknown role":       {{Role: "narrator"}},
-		"tool calls on user": {{Role: RoleUser, ToolCalls: []ToolCall{call}}},
-		"orphan tool":        {{Role: RoleUser}, {Role: RoleTool, ToolCallID: "t9"}},
-		"unanswered":         {{Role: RoleUser}, {Role: RoleAssistant, ToolCalls: []ToolCall{call}}},
-		"nameless call":      {{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "x"}}}},
+		"tool calls on user": {{Role: toolgate.RoleUser, ToolCalls: []toolgate.ChatToolCall{call}}},
+		"orphan tool":        {{Role: toolgate.RoleUser}, {Role: toolgate.RoleTool, ToolCallID: "t9"}},
+		"unanswered":         {{Role: toolgate.RoleUser}, {Role: toolgate.RoleAssistant, ToolCalls: []toolgate.ChatToolCall{call}}},
+		"nameless call":      {{Role: toolgate.RoleAssistant, ToolCalls: []toolgate.ChatToolCall{{ID: "x"}}}},
 	}
 	for name, msgs := range bad {
 		if err := CheckMessages(msgs); toolgate.ErrorCode(err) != toolgate.EBadRequest {
@@ -50,7 +50,7 @@ func TestCheckMessages(t *testing.T) {
 }
 
 func TestToolMessage(t *testing.T) {
-	if m := ToolMessage("c", "echo", json.RawMessage(`"plain text"`), nil); m.Content != "plain text" || m.Role != RoleTool || m.ToolCallID != "c" {
+	if m := ToolMessage("c", "echo", json.RawMessage(`"plain text"`), nil); m.Content != "plain text" || m.Role != toolgate.RoleTool || m.ToolCallID != "c" {
 		t.Fatalf("string output = %+v", m)
 	}
 	if m := ToolMessage("c", "echo", json.RawMessage(`{"a":1}`), nil); m.Content != `{"a":1}` {
@@ -66,7 +66,7 @@ func TestToolMessage(t *testing.T) {
 }
 
 func TestNameToolCalls(t *testing.T) {
-	calls := []ToolCall{{ID: "a"}, {ID: ""}, {ID: "a"}, {ID: "b"}}
+	calls := []toolgate.ChatToolCall{{ID: "a"}, {ID: ""}, {ID: "a"}, {ID: "b"}}
 	nameToolCalls(calls, 3)
 	var ids []string
 	for _, c := range calls {
