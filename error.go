@@ -27,6 +27,14 @@ const (
 	ECancelled    = "CANCELLED"
 	EDenied       = "DENIED"
 	EAuthRequired = "AUTH_REQUIRED"
+
+	// The runs API's answer on a gateway started without a model (503),
+	// with a message that says what to set.
+	EModelNotConfigured = "MODEL_NOT_CONFIGURED"
+
+	// Codes that only appear in a failed run's error.
+	EMaxSteps   = "MAX_STEPS"   // the model had not answered after max_steps turns
+	EModelError = "MODEL_ERROR" // the model endpoint failed or answered nonsense
 )
 
 // Error is an error the gateway reports to a client or caller as it is.

@@ -41,12 +41,12 @@ var ErrNoModel = errors.New("no model is configured")
 type NewRun struct {
 	SessionID        string
 	StartedBySession string
-	Messages         []Message
+	Messages         []toolgate.ChatMessage
 	MaxSteps         int
 }
 
 // Start checks and stores a new run; Drive then runs it.
-func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time) (*Run, error) {
+func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time) (*toolgate.Run, error) {
 	if r.Model == nil {
 		return nil, ErrNoModel
 	}
@@ -65,9 +65,9 @@ func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time)
 			return nil, err
 		}
 	}
-	run := &Run{
+	run := &toolgate.Run{
 		ID: id, SessionID: in.SessionID, StartedBySession: in.StartedBySession, Model: r.Model.Name(),
-		Status: RunRunning, MaxSteps: in.MaxSteps, CreatedAt: toolgate.NewTime(now), UpdatedAt: toolgate.NewTime(now),
+		Status: toolgate.RunRunning, MaxSteps: in.MaxSteps, CreatedAt: toolgate.NewTime(now), UpdatedAt: toolgate.NewTime(now),
 		InputMessages: len(in.Messages), Messages: in.Messages,
 	}
 	if err := r.Store.CreateRun(ctx, run); err != nil {
@@ -90,7 +90,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 		r.log().Error("load run", "run", runID, "err", err)
 		return
 	}
-	if run.Status != RunRunning {
+	if run.Status != toolgate.RunRunning {
 		return
 	}
 	emit(Event{Type: EventRunStarted, RunID: run.ID, Run: summary(run)})
@@ -107,13 +107,13 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			run.Messages = append(run.Messages, msgs...)
 			continue
 		}
-		if n := len(run.Messages); n > run.InputMessages && run.Messages[n-1].Role == RoleAssistant {
+		if n := len(run.Messages); n > run.InputMessages && run.Messages[n-1].Role == toolgate.RoleAssistant {
 			// The model answered before the process stopped; only the end was not stored.
 			r.finish(sctx, run, run.Messages[n-1].Content, emit)
 			return
 		}
 		if run.Steps >= run.MaxSteps {
-			r.fail(ctx, run, EMaxSteps, fmt.Sprintf("the model had not answered after max_steps=%d turns", run.MaxSteps), nil, emit)
+			r.fail(ctx, run, toolgate.EMaxSteps, fmt.Sprintf("the model had not answered after max_steps=%d turns", run.MaxSteps), nil, emit)
 			return
 		}
 		if r.Model == nil {
@@ -133,12 +133,12 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.fail(ctx, run, EModelError, "the model request failed: "+errorText(err), err, emit)
+			r.fail(ctx, run, toolgate.EModelError, "the model request failed: "+errorText(err), err, emit)
 			return
 		}
-		reply.Role = RoleAssistant
+		reply.Role = toolgate.RoleAssistant
 		nameToolCalls(reply.ToolCalls, run.Steps+1)
-		if err := r.Store.AppendMessages(sctx, run.ID, run.Steps+1, []Message{reply}); err != nil {
+		if err := r.Store.AppendMessages(sctx, run.ID, run.Steps+1, []toolgate.ChatMessage{reply}); err != nil {
 			r.fail(sctx, run, toolgate.EInternal, "could not store the model's message", err, emit)
 			return
 		}
@@ -155,7 +155,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 // nameToolCalls gives every tool call of a model turn an id of its own:
 // some local models leave ids out or repeat them, and the tool messages
 // must say which call they answer.
-func nameToolCalls(calls []ToolCall, step int) {
+func nameToolCalls(calls []toolgate.ChatToolCall, step int) {
 	seen := map[string]bool{}
 	for i := range calls {
 		if calls[i].ID == "" || seen[calls[i].ID] {
@@ -168,19 +168,19 @@ func nameToolCalls(calls []ToolCall, step int) {
 
 // unansweredToolCalls returns the tool calls of the run's last assistant
 // message that no tool message answers yet, and the step that message was.
-func unansweredToolCalls(run *Run) ([]ToolCall, int) {
+func unansweredToolCalls(run *toolgate.Run) ([]toolgate.ChatToolCall, int) {
 	for i := len(run.Messages) - 1; i >= run.InputMessages; i-- {
 		m := run.Messages[i]
-		if m.Role != RoleAssistant {
+		if m.Role != toolgate.RoleAssistant {
 			continue
 		}
 		answered := map[string]bool{}
 		for _, later := range run.Messages[i+1:] {
-			if later.Role == RoleTool {
+			if later.Role == toolgate.RoleTool {
 				answered[later.ToolCallID] = true
 			}
 		}
-		var pending []ToolCall
+		var pending []toolgate.ChatToolCall
 		for _, tc := range m.ToolCalls {
 			if !answered[tc.ID] {
 				pending = append(pending, tc)
@@ -193,8 +193,8 @@ func unansweredToolCalls(run *Run) ([]ToolCall, int) {
 
 // runTools runs the tool calls in parallel and returns their tool
 // messages in the model's order.
-func (r *Runner) runTools(ctx context.Context, run *Run, step int, calls []ToolCall, emit func(Event)) []Message {
-	msgs := make([]Message, len(calls))
+func (r *Runner) runTools(ctx context.Context, run *toolgate.Run, step int, calls []toolgate.ChatToolCall, emit func(Event)) []toolgate.ChatMessage {
+	msgs := make([]toolgate.ChatMessage, len(calls))
 	var wg sync.WaitGroup
 	for i, tc := range calls {
 		wg.Add(1)
@@ -210,7 +210,7 @@ func (r *Runner) runTools(ctx context.Context, run *Run, step int, calls []ToolC
 // runTool makes one tool call through the gateway. Its idempotency key
 // names the run, the step and the call's place in it, so doing it again
 // after a restart finds the call made the first time.
-func (r *Runner) runTool(ctx context.Context, run *Run, step, index int, tc ToolCall, emit func(Event)) Message {
+func (r *Runner) runTool(ctx context.Context, run *toolgate.Run, step, index int, tc toolgate.ChatToolCall, emit func(Event)) toolgate.ChatMessage {
 	name := tc.Function.Name
 	args := strings.TrimSpace(tc.Function.Arguments)
 	if args == "" {
@@ -257,7 +257,7 @@ func (r *Runner) runTool(ctx context.Context, run *Run, step, index int, tc Tool
 		res, err = tool.Execute(WithInvocation(ctx, inv), json.RawMessage(args))
 	}
 	if ctx.Err() != nil {
-		return Message{}
+		return toolgate.ChatMessage{}
 	}
 	started(res.Call)
 	ev := base
@@ -277,25 +277,25 @@ func (r *Runner) runTool(ctx context.Context, run *Run, step, index int, tc Tool
 	return ToolMessage(tc.ID, name, res.Output, err)
 }
 
-func (r *Runner) finish(ctx context.Context, run *Run, output string, emit func(Event)) {
-	if err := r.Store.FinishRun(ctx, run.ID, RunFinished, output, nil); err != nil {
+func (r *Runner) finish(ctx context.Context, run *toolgate.Run, output string, emit func(Event)) {
+	if err := r.Store.FinishRun(ctx, run.ID, toolgate.RunFinished, output, nil); err != nil {
 		r.log().Error("finish run", "run", run.ID, "err", err)
 		return
 	}
-	run.Status, run.Output = RunFinished, output
+	run.Status, run.Output = toolgate.RunFinished, output
 	emit(Event{Type: EventRunFinished, RunID: run.ID, Run: summary(run)})
 }
 
-func (r *Runner) fail(ctx context.Context, run *Run, code, message string, cause error, emit func(Event)) {
+func (r *Runner) fail(ctx context.Context, run *toolgate.Run, code, message string, cause error, emit func(Event)) {
 	if cause != nil {
 		r.log().Warn("run failed", "run", run.ID, "code", code, "err", cause)
 	}
 	e := &toolgate.CallError{Code: code, Message: message}
-	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run.ID, RunFailed, "", e); err != nil {
+	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run.ID, toolgate.RunFailed, "", e); err != nil {
 		r.log().Error("fail run", "run", run.ID, "err", err)
 		return
 	}
-	run.Status, run.Error = RunFailed, e
+	run.Status, run.Error = toolgate.RunFailed, e
 	emit(Event{Type: EventRunFailed, RunID: run.ID, Error: e, Run: summary(run)})
 }
 
@@ -307,7 +307,7 @@ func (r *Runner) log() *slog.Logger {
 }
 
 // summary is the run without its messages and calls, for events.
-func summary(run *Run) *Run {
+func summary(run *toolgate.Run) *toolgate.Run {
 	s := *run
 	s.Messages, s.Calls = nil, nil
 	return &s

@@ -9,38 +9,6 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// Message roles of the chat format.
-const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
-)
-
-// Message is one message of a conversation in the chat-completions format:
-// what runs take as input, store step by step and send to the model.
-type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Name       string     `json:"name,omitempty"`
-}
-
-// ToolCall is a call the model asks for.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"` // "function"
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall names the tool and carries its arguments as JSON text, as
-// the model wrote them (possibly invalid).
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
 // Definition is a tool as the model is shown it.
 type Definition struct {
 	Name        string
@@ -51,7 +19,7 @@ type Definition struct {
 // Model is a chat model with tool calling: given the conversation and the
 // tools, it returns its next message (text, tool calls, or both).
 type Model interface {
-	Complete(ctx context.Context, messages []Message, tools []Definition) (Message, error)
+	Complete(ctx context.Context, messages []toolgate.ChatMessage, tools []Definition) (toolgate.ChatMessage, error)
 	// Name is the model's name, recorded on each run.
 	Name() string
 }
@@ -59,17 +27,17 @@ type Model interface {
 // CheckMessages validates a conversation given as a run's input: known
 // roles, a tool message answering a call the assistant made before it, and
 // at least one message.
-func CheckMessages(msgs []Message) error {
+func CheckMessages(msgs []toolgate.ChatMessage) error {
 	if len(msgs) == 0 {
 		return toolgate.Errorf(toolgate.EBadRequest, "a run needs input or at least one message")
 	}
 	open := map[string]bool{}
 	for i, m := range msgs {
-		if !slices.Contains([]string{RoleSystem, RoleUser, RoleAssistant, RoleTool}, m.Role) {
+		if !slices.Contains([]string{toolgate.RoleSystem, toolgate.RoleUser, toolgate.RoleAssistant, toolgate.RoleTool}, m.Role) {
 			return toolgate.Errorf(toolgate.EBadRequest, "messages[%d].role must be system, user, assistant or tool", i)
 		}
 		for _, tc := range m.ToolCalls {
-			if m.Role != RoleAssistant {
+			if m.Role != toolgate.RoleAssistant {
 				return toolgate.Errorf(toolgate.EBadRequest, "messages[%d]: only an assistant message has tool_calls", i)
 			}
 			if tc.ID == "" || tc.Function.Name == "" {
@@ -77,7 +45,7 @@ func CheckMessages(msgs []Message) error {
 			}
 			open[tc.ID] = true
 		}
-		if m.Role == RoleTool {
+		if m.Role == toolgate.RoleTool {
 			if !open[m.ToolCallID] {
 				return toolgate.Errorf(toolgate.EBadRequest, "messages[%d].tool_call_id %q answers no earlier tool call", i, m.ToolCallID)
 			}
@@ -94,8 +62,8 @@ func CheckMessages(msgs []Message) error {
 // model: the output as it is (a JSON string as its text), or the error as
 // {"error": {"code", "message", "resolution_hint"?, "details"?}} so the
 // model can tell the user what to do (AUTH_REQUIRED's hint above all).
-func ToolMessage(toolCallID, name string, output json.RawMessage, err error) Message {
-	m := Message{Role: RoleTool, ToolCallID: toolCallID, Name: name}
+func ToolMessage(toolCallID, name string, output json.RawMessage, err error) toolgate.ChatMessage {
+	m := toolgate.ChatMessage{Role: toolgate.RoleTool, ToolCallID: toolCallID, Name: name}
 	if err == nil {
 		var s string
 		if json.Unmarshal(output, &s) == nil {

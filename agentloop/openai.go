@@ -64,7 +64,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 func (p *OpenAI) Name() string { return p.model }
 
 // Complete implements Model with one chat-completions request.
-func (p *OpenAI) Complete(ctx context.Context, messages []Message, tools []Definition) (Message, error) {
+func (p *OpenAI) Complete(ctx context.Context, messages []toolgate.ChatMessage, tools []Definition) (toolgate.ChatMessage, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(p.model)}
 	for _, m := range messages {
 		params.Messages = append(params.Messages, toOpenAIMessage(m))
@@ -72,7 +72,7 @@ func (p *OpenAI) Complete(ctx context.Context, messages []Message, tools []Defin
 	for _, d := range tools {
 		var schema map[string]any
 		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
-			return Message{}, fmt.Errorf("tool %s: parameters: %w", d.Name, err)
+			return toolgate.ChatMessage{}, fmt.Errorf("tool %s: parameters: %w", d.Name, err)
 		}
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: d.Name, Description: openai.String(d.Description), Parameters: shared.FunctionParameters(schema),
@@ -82,34 +82,34 @@ func (p *OpenAI) Complete(ctx context.Context, messages []Message, tools []Defin
 	if err != nil {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
-			return Message{}, toolgate.Errorf(toolgate.EInternal, "the model endpoint answered %d: %s", apiErr.StatusCode, apiErr.Message)
+			return toolgate.ChatMessage{}, toolgate.Errorf(toolgate.EInternal, "the model endpoint answered %d: %s", apiErr.StatusCode, apiErr.Message)
 		}
-		return Message{}, fmt.Errorf("model request: %w", err)
+		return toolgate.ChatMessage{}, fmt.Errorf("model request: %w", err)
 	}
 	if len(resp.Choices) == 0 {
-		return Message{}, errors.New("the model returned no choices")
+		return toolgate.ChatMessage{}, errors.New("the model returned no choices")
 	}
 	got := resp.Choices[0].Message
-	out := Message{Role: RoleAssistant, Content: got.Content}
+	out := toolgate.ChatMessage{Role: toolgate.RoleAssistant, Content: got.Content}
 	for _, tc := range got.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
-		out.ToolCalls = append(out.ToolCalls, ToolCall{
+		out.ToolCalls = append(out.ToolCalls, toolgate.ChatToolCall{
 			ID: tc.ID, Type: "function",
-			Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
+			Function: toolgate.ChatFunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
 		})
 	}
 	return out, nil
 }
 
-func toOpenAIMessage(m Message) openai.ChatCompletionMessageParamUnion {
+func toOpenAIMessage(m toolgate.ChatMessage) openai.ChatCompletionMessageParamUnion {
 	switch m.Role {
-	case RoleSystem:
+	case toolgate.RoleSystem:
 		return openai.SystemMessage(m.Content)
-	case RoleTool:
+	case toolgate.RoleTool:
 		return openai.ToolMessage(m.Content, m.ToolCallID)
-	case RoleAssistant:
+	case toolgate.RoleAssistant:
 		var a openai.ChatCompletionAssistantMessageParam
 		if m.Content != "" || len(m.ToolCalls) == 0 {
 			a.Content.OfString = openai.String(m.Content)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/toolgate/toolgate"
@@ -52,15 +51,13 @@ func (r *Registry) Connect(dir RemoteDirectory, d Dispatcher) {
 	r.remote, r.dispatcher = dir, d
 }
 
-// AddBuiltin registers a tool that runs inside the gateway. Its name must
-// have the protocol's shape and be new; its parameters must be given.
+// AddBuiltin registers a tool that runs inside the gateway. Its spec must
+// pass the check every registered tool passes (toolgate.CheckToolSpec), its
+// parameters must be given, and its name must be new.
 func (r *Registry) AddBuiltin(t Tool) error {
 	name := t.Name()
-	if !toolgate.ToolNamePattern.MatchString(name) {
-		return fmt.Errorf("built-in tool name %q must match %s", name, toolgate.ToolNamePattern)
-	}
-	if strings.TrimSpace(t.Description()) == "" {
-		return fmt.Errorf("built-in tool %s needs a description", name)
+	if err := toolgate.CheckToolSpec(Spec(t), toolgate.ToolSpecChecks{}); err != nil {
+		return fmt.Errorf("built-in tool %q: %s", name, toolgate.ErrorMessage(err))
 	}
 	if len(t.Parameters()) == 0 {
 		return fmt.Errorf("built-in tool %s needs a parameters schema", name)

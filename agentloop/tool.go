@@ -1,9 +1,11 @@
 // Package agentloop is toolgate's agent: one Tool interface for tools that
 // run inside the gateway and tools that live in clients, a registry that
 // knows where each tool comes from, built-in tools, an OpenAI-compatible
-// model provider, the hook chain every call and registration passes, the
-// approval and rate-limit rules, and the loop that asks the model, runs the
-// tools it picks and stores each step so that a run survives a restart.
+// model provider, the hook chain every call and registration passes, and
+// the loop that asks the model, runs the tools it picks and stores each
+// step so that a run survives a restart. The approval and rate-limit rules
+// every call obeys are the root package's (toolgate.NeedsApproval,
+// toolgate.CheckRateLimit), applied by the engine.
 //
 // It imports only the root toolgate package of this module. What it needs
 // of the gateway — sending a call to a client, listing a session's tools,

@@ -29,6 +29,9 @@ var statusOf = map[string]int{
 	toolgate.ESessionOffline:   http.StatusServiceUnavailable,
 	toolgate.ETimeout:          http.StatusGatewayTimeout,
 	toolgate.EInternal:         http.StatusInternalServerError,
+
+	// The runs API on a gateway started without a model.
+	toolgate.EModelNotConfigured: http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status for an error code (500 when unknown).

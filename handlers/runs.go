@@ -3,7 +3,6 @@ package handlers
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,50 +13,19 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// EModelNotConfigured is the code of the runs API when the gateway was
-// started without a model: 503, with a message that says what to set.
-const EModelNotConfigured = "MODEL_NOT_CONFIGURED"
-
-func init() { statusOf[EModelNotConfigured] = http.StatusServiceUnavailable }
-
-// RunRequest is the body of POST /v1/runs and POST /v1/sessions/{sid}/runs:
-// input text, or messages in the chat-completions format.
-type RunRequest struct {
-	SessionID string          `json:"session_id"`
-	Input     string          `json:"input"`
-	Messages  json.RawMessage `json:"messages"`
-	MaxSteps  int             `json:"max_steps"`
-	// Wait: false answers 202 with the run as soon as it is stored.
-	Wait *bool `json:"wait"`
-}
-
-// RunEvent is one event of a run, encoded once.
-type RunEvent struct {
-	Type string
-	Data json.RawMessage
-}
-
-// RunFeed is a started run's events, from its start.
-type RunFeed interface {
-	// Next returns the events after the first from, waiting until there
-	// are some, the run has ended (ended true once all were returned), or
-	// ctx ends.
-	Next(ctx context.Context, from int) (events []RunEvent, ended bool, err error)
-}
-
 // Agent is what the runs API and the approval endpoints need of the
 // gateway; the server implements it.
 type Agent interface {
 	IsAgentKey(secret string) bool
 	// StartRun stores a new run and starts it; startedBySession is the
 	// session whose token started it, empty for the agent key.
-	StartRun(ctx context.Context, req RunRequest, startedBySession string) (runID string, feed RunFeed, err error)
+	StartRun(ctx context.Context, req toolgate.RunRequest, startedBySession string) (runID string, feed toolgate.RunFeed, err error)
 	// GetRun reads a run with its messages and calls; with sessionID set,
 	// only a run of that session (NOT_FOUND otherwise).
-	GetRun(ctx context.Context, id, sessionID string) (any, error)
+	GetRun(ctx context.Context, id, sessionID string) (*toolgate.Run, error)
 	// RunFeed returns the events of a run still going on in this process,
 	// nil when it is not.
-	RunFeed(id string) RunFeed
+	RunFeed(id string) toolgate.RunFeed
 
 	ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error)
 	DenyCall(ctx context.Context, id, secret, reason string) (*toolgate.Call, error)
@@ -90,7 +58,7 @@ type agentHandlers struct {
 // events; else it is the final run record (202 with the running record
 // when "wait": false, or when the caller goes away first).
 func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) {
-	var req RunRequest
+	var req toolgate.RunRequest
 	if err := DecodeJSON(r, &req, true, false); err != nil {
 		WriteError(w, r, err)
 		return
@@ -154,7 +122,7 @@ func wantsStream(r *http.Request) bool {
 }
 
 // waitEnded waits for the run to end; an error when ctx ended first.
-func waitEnded(ctx context.Context, feed RunFeed) error {
+func waitEnded(ctx context.Context, feed toolgate.RunFeed) error {
 	from := 0
 	for {
 		events, ended, err := feed.Next(ctx, from)
@@ -168,7 +136,7 @@ func waitEnded(ctx context.Context, feed RunFeed) error {
 // streamRun writes the run's events as Server-Sent Events until the run
 // ends or the caller goes away (the run goes on either way), with pings
 // while it waits (on an approval, a slow client).
-func (h *agentHandlers) streamRun(w http.ResponseWriter, r *http.Request, feed RunFeed) {
+func (h *agentHandlers) streamRun(w http.ResponseWriter, r *http.Request, feed toolgate.RunFeed) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	hd := w.Header()

@@ -38,50 +38,27 @@ type registeredTool struct {
 	handler CallHandler
 }
 
-// buildToolSpec checks a tool the way the gateway will and returns its spec.
+// buildToolSpec makes a tool's spec and checks it with the gateway's own
+// check (toolgate.CheckToolSpec), so a tool the gateway would refuse for
+// its shape is refused here, before any request, in the gateway's words.
 func buildToolSpec(name, description, parametersJSON string, options *ToolOptions) (toolgate.ToolSpec, error) {
 	spec := toolgate.ToolSpec{Name: name, Description: description}
-	if !toolgate.ToolNamePattern.MatchString(name) {
-		return spec, fmt.Errorf("tool name %q must match %s", name, toolgate.ToolNamePattern)
-	}
-	if strings.TrimSpace(description) == "" {
-		return spec, fmt.Errorf("tool %s: the description is empty", name)
-	}
-	if len([]rune(description)) > toolgate.MaxDescriptionLength {
-		return spec, fmt.Errorf("tool %s: the description is longer than %d characters", name, toolgate.MaxDescriptionLength)
-	}
 	if strings.TrimSpace(parametersJSON) != "" {
-		var schema map[string]any
-		if err := json.Unmarshal([]byte(parametersJSON), &schema); err != nil {
-			return spec, fmt.Errorf("tool %s: parameters are not a JSON object: %w", name, err)
-		}
-		if t, ok := schema["type"]; ok && t != "object" {
-			return spec, fmt.Errorf("tool %s: the parameters' top-level type must be \"object\", not %v", name, t)
-		}
 		spec.Parameters = json.RawMessage(parametersJSON)
 	}
 	if options != nil {
-		if options.TimeoutMS < 0 {
-			return spec, fmt.Errorf("tool %s: timeout_ms is negative", name)
-		}
 		spec.TimeoutMS = options.TimeoutMS
-		if options.RequiresApproval != "" {
-			approval := toolgate.Approval(options.RequiresApproval)
-			if !approval.Valid() {
-				return spec, fmt.Errorf("tool %s: requires_approval %q is not never, unless_auto_approved or always", name, options.RequiresApproval)
-			}
-			spec.RequiresApproval = approval
-		}
-		if options.RequestsPerMinute < 0 || options.RequestsPerHour < 0 {
-			return spec, fmt.Errorf("tool %s: a rate limit is negative", name)
-		}
-		if options.RequestsPerMinute > 0 || options.RequestsPerHour > 0 {
+		spec.RequiresApproval = toolgate.Approval(options.RequiresApproval)
+		if options.RequestsPerMinute != 0 || options.RequestsPerHour != 0 {
 			spec.RateLimit = &toolgate.RateLimit{
 				RequestsPerMinute: int(options.RequestsPerMinute),
 				RequestsPerHour:   int(options.RequestsPerHour),
 			}
 		}
 		spec.ReadOnly = options.ReadOnly
+	}
+	if err := toolgate.CheckToolSpec(spec, toolgate.ToolSpecChecks{}); err != nil {
+		return spec, fmt.Errorf("tool %q: %s", name, toolgate.ErrorMessage(err))
 	}
 	return spec, nil
 }

@@ -5,27 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
-func TestBuildToolSpecChecksLikeTheGateway(t *testing.T) {
+// TestBuildToolSpec: the options become the spec's traits, and a tool the
+// gateway would refuse is refused here with the gateway's message (the
+// rules themselves are toolgate.CheckToolSpec's, tested at the root).
+func TestBuildToolSpec(t *testing.T) {
 	t.Parallel()
-	bad := []struct{ name, description, params string }{
-		{"has space", "d", ""},
-		{strings.Repeat("a", 65), "d", ""},
-		{"ok", "  ", ""},
-		{"ok", strings.Repeat("x", 4097), ""},
-		{"ok", "d", `[1]`},
-		{"ok", "d", `{"type":"string"}`},
+	bad := []struct {
+		name, description, params string
+		options                   *ToolOptions
+		want                      string
+	}{
+		{"has space", "d", "", nil, `tool "has space": name must match ^[A-Za-z0-9_-]{1,64}$`},
+		{"ok", "  ", "", nil, `tool "ok": description is required`},
+		{"ok", "d", `{"type":"string"}`, nil, `tool "ok": parameters must have the top-level "type": "object"`},
+		{"ok", "d", "", &ToolOptions{TimeoutMS: -1}, `tool "ok": timeout_ms must not be negative`},
+		{"ok", "d", "", &ToolOptions{RequiresApproval: "sometimes"}, `tool "ok": requires_approval must be never, unless_auto_approved or always`},
+		{"ok", "d", "", &ToolOptions{RequestsPerMinute: 5, RequestsPerHour: -1}, `tool "ok": rate_limit values must not be negative`},
 	}
 	for _, b := range bad {
-		if _, err := buildToolSpec(b.name, b.description, b.params, nil); err == nil {
-			t.Errorf("buildToolSpec(%.20q, %.20q, %q) accepted", b.name, b.description, b.params)
+		if _, err := buildToolSpec(b.name, b.description, b.params, b.options); err == nil || err.Error() != b.want {
+			t.Errorf("buildToolSpec(%q, %q, %q, %+v) = %v, want %s", b.name, b.description, b.params, b.options, err, b.want)
 		}
-	}
-	if _, err := buildToolSpec("ok", "d", "", &ToolOptions{RequiresApproval: "sometimes"}); err == nil {
-		t.Error("an unknown approval was accepted")
 	}
 	spec, err := buildToolSpec("camera_snap", "Take a photo", `{"type":"object","properties":{"flash":{"type":"boolean"}}}`,
 		&ToolOptions{TimeoutMS: 60000, RequiresApproval: "always", RequestsPerMinute: 6, ReadOnly: true})
@@ -36,6 +39,11 @@ func TestBuildToolSpecChecksLikeTheGateway(t *testing.T) {
 	want := `{"name":"camera_snap","description":"Take a photo","parameters":{"type":"object","properties":{"flash":{"type":"boolean"}}},"timeout_ms":60000,"requires_approval":"always","rate_limit":{"requests_per_minute":6},"read_only":true}`
 	if string(b) != want {
 		t.Errorf("spec on the wire:\n got %s\nwant %s", b, want)
+	}
+	// Options left at zero leave every trait to the gateway.
+	spec, err = buildToolSpec("echo", "Echo", "", NewToolOptions())
+	if b, _ := json.Marshal(spec); err != nil || string(b) != `{"name":"echo","description":"Echo"}` {
+		t.Errorf("spec with default options: %s, %v", b, err)
 	}
 }
 

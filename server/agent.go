@@ -13,7 +13,6 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
-	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -115,11 +114,11 @@ func (a *Agent) wait() { a.runs.Wait() }
 func (a *Agent) IsAgentKey(secret string) bool { return a.e.IsAgentKey(secret) }
 
 // StartRun implements handlers.Agent.
-func (a *Agent) StartRun(ctx context.Context, req handlers.RunRequest, startedBy string) (string, handlers.RunFeed, error) {
+func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, startedBy string) (string, toolgate.RunFeed, error) {
 	if a.Runner.Model == nil {
-		return "", nil, toolgate.Errorf(handlers.EModelNotConfigured, "%s", noModelMessage)
+		return "", nil, toolgate.Errorf(toolgate.EModelNotConfigured, "%s", noModelMessage)
 	}
-	var msgs []agentloop.Message
+	var msgs []toolgate.ChatMessage
 	if len(req.Messages) > 0 && string(req.Messages) != "null" {
 		dec := json.NewDecoder(strings.NewReader(string(req.Messages)))
 		dec.DisallowUnknownFields()
@@ -128,7 +127,7 @@ func (a *Agent) StartRun(ctx context.Context, req handlers.RunRequest, startedBy
 		}
 	}
 	if strings.TrimSpace(req.Input) != "" {
-		msgs = append(msgs, agentloop.Message{Role: agentloop.RoleUser, Content: req.Input})
+		msgs = append(msgs, toolgate.ChatMessage{Role: toolgate.RoleUser, Content: req.Input})
 	}
 	if req.SessionID != "" {
 		a.e.mu.Lock()
@@ -154,7 +153,7 @@ func (a *Agent) StartRun(ctx context.Context, req handlers.RunRequest, startedBy
 
 // GetRun implements handlers.Agent: the run with its messages and its
 // calls, oldest first.
-func (a *Agent) GetRun(ctx context.Context, id, sessionID string) (any, error) {
+func (a *Agent) GetRun(ctx context.Context, id, sessionID string) (*toolgate.Run, error) {
 	run, err := a.Runner.Store.LoadRun(ctx, id)
 	if err != nil {
 		return nil, err
@@ -175,7 +174,7 @@ func (a *Agent) GetRun(ctx context.Context, id, sessionID string) (any, error) {
 }
 
 // RunFeed implements handlers.Agent.
-func (a *Agent) RunFeed(id string) handlers.RunFeed {
+func (a *Agent) RunFeed(id string) toolgate.RunFeed {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if f := a.feeds[id]; f != nil {
@@ -203,7 +202,7 @@ func (a *Agent) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolg
 // emitting never blocks on a slow reader.
 type runFeed struct {
 	mu      sync.Mutex
-	events  []handlers.RunEvent
+	events  []toolgate.RunEvent
 	changed chan struct{} // closed and replaced at every change
 	ended   bool
 }
@@ -216,7 +215,7 @@ func (f *runFeed) emit(ev agentloop.Event) {
 		return
 	}
 	f.mu.Lock()
-	f.events = append(f.events, handlers.RunEvent{Type: ev.Type, Data: data})
+	f.events = append(f.events, toolgate.RunEvent{Type: ev.Type, Data: data})
 	close(f.changed)
 	f.changed = make(chan struct{})
 	f.mu.Unlock()
@@ -230,8 +229,8 @@ func (f *runFeed) end() {
 	f.mu.Unlock()
 }
 
-// Next implements handlers.RunFeed.
-func (f *runFeed) Next(ctx context.Context, from int) ([]handlers.RunEvent, bool, error) {
+// Next implements toolgate.RunFeed.
+func (f *runFeed) Next(ctx context.Context, from int) ([]toolgate.RunEvent, bool, error) {
 	for {
 		f.mu.Lock()
 		if from < len(f.events) {

@@ -12,19 +12,13 @@ import (
 )
 
 // admitRemote decides whether a client may register spec: no shadowing of
-// a built-in tool, and every registration rule of the hook chain (the
-// tool-name policy among them).
-func (e *Engine) admitRemote(sid string, spec toolgate.ToolSpec) *toolgate.ToolRejection {
-	var err error
+// a built-in tool (CONFLICT), and every registration rule of the hook
+// chain (the tool-name policy among them).
+func (e *Engine) admitRemote(sid string, spec toolgate.ToolSpec) error {
 	if e.builtins != nil {
-		err = e.builtins.CheckRemote(sid, spec)
-	} else {
-		err = e.hooks.CheckRegistration(sid, spec)
+		return e.builtins.CheckRemote(sid, spec)
 	}
-	if err == nil {
-		return nil
-	}
-	return &toolgate.ToolRejection{Name: spec.Name, Code: toolgate.ErrorCode(err), Message: toolgate.ErrorMessage(err)}
+	return e.hooks.CheckRegistration(sid, spec)
 }
 
 // builtinEntry returns a built-in tool with its compiled schema.

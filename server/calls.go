@@ -207,7 +207,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		return nil, false, err
 	}
 	status := toolgate.StatusPending
-	if agentloop.NeedsApproval(spec.RequiresApproval, autoApprove) {
+	if toolgate.NeedsApproval(spec.RequiresApproval, autoApprove) {
 		status = toolgate.StatusAwaitingApproval
 	}
 	newRow := store.NewCallRow(id.String(), sessionID, tool, args, status, timeout, now)
@@ -231,11 +231,11 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	}
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
 		if spec.RateLimit != nil {
-			recent, err := tx.RecentCallTimes(sessionID, tool, now.Add(-agentloop.RateLimitHorizon))
+			recent, err := tx.RecentCallTimes(sessionID, tool, now.Add(-toolgate.RateLimitHorizon))
 			if err != nil {
 				return err
 			}
-			if err := agentloop.CheckRateLimit(tool, spec.RateLimit, recent, now); err != nil {
+			if err := toolgate.CheckRateLimit(tool, spec.RateLimit, recent, now); err != nil {
 				return store.Refuse(err)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -19,7 +18,7 @@ type runStore struct {
 
 // CreateRun implements agentloop.RunStore: the run and its input messages
 // in one transaction.
-func (s runStore) CreateRun(ctx context.Context, run *agentloop.Run) error {
+func (s runStore) CreateRun(ctx context.Context, run *toolgate.Run) error {
 	msgs, err := encodeMessages(run.Messages)
 	if err != nil {
 		return err
@@ -34,7 +33,7 @@ func (s runStore) CreateRun(ctx context.Context, run *agentloop.Run) error {
 }
 
 // AppendMessages implements agentloop.RunStore.
-func (s runStore) AppendMessages(ctx context.Context, runID string, steps int, msgs []agentloop.Message) error {
+func (s runStore) AppendMessages(ctx context.Context, runID string, steps int, msgs []toolgate.ChatMessage) error {
 	encoded, err := encodeMessages(msgs)
 	if err != nil {
 		return err
@@ -44,7 +43,7 @@ func (s runStore) AppendMessages(ctx context.Context, runID string, steps int, m
 }
 
 // FinishRun implements agentloop.RunStore.
-func (s runStore) FinishRun(ctx context.Context, runID string, status agentloop.RunStatus, output string, runErr *toolgate.CallError) error {
+func (s runStore) FinishRun(ctx context.Context, runID string, status toolgate.RunStatus, output string, runErr *toolgate.CallError) error {
 	var code, message string
 	if runErr != nil {
 		code, message = runErr.Code, runErr.Message
@@ -57,7 +56,7 @@ func (s runStore) FinishRun(ctx context.Context, runID string, status agentloop.
 }
 
 // LoadRun implements agentloop.RunStore.
-func (s runStore) LoadRun(ctx context.Context, runID string) (*agentloop.Run, error) {
+func (s runStore) LoadRun(ctx context.Context, runID string) (*toolgate.Run, error) {
 	row, err := s.st.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -69,12 +68,12 @@ func (s runStore) LoadRun(ctx context.Context, runID string) (*agentloop.Run, er
 	if err != nil {
 		return nil, err
 	}
-	run := &agentloop.Run{
+	run := &toolgate.Run{
 		ID: row.ID, SessionID: row.SessionID.String, StartedBySession: row.StartedBySession, Model: row.Model,
-		Status: agentloop.RunStatus(row.Status), MaxSteps: row.MaxSteps, Steps: row.Steps, Output: row.Output.String,
+		Status: toolgate.RunStatus(row.Status), MaxSteps: row.MaxSteps, Steps: row.Steps, Output: row.Output.String,
 		CreatedAt: toolgate.NewTime(row.CreatedTime()), UpdatedAt: toolgate.NewTime(row.UpdatedTime()),
 		FinishedAt: toolgate.TimePtr(row.FinishedTime()), InputMessages: row.InputMessages,
-		Messages: make([]agentloop.Message, len(raw)),
+		Messages: make([]toolgate.ChatMessage, len(raw)),
 	}
 	if row.ErrorCode.Valid {
 		run.Error = &toolgate.CallError{Code: row.ErrorCode.String, Message: row.ErrorMessage.String}
@@ -87,7 +86,7 @@ func (s runStore) LoadRun(ctx context.Context, runID string) (*agentloop.Run, er
 	return run, nil
 }
 
-func encodeMessages(msgs []agentloop.Message) ([][]byte, error) {
+func encodeMessages(msgs []toolgate.ChatMessage) ([][]byte, error) {
 	out := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		b, err := json.Marshal(m)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,20 +26,18 @@ type toolEntry struct {
 // defaultParameters is the schema of a tool that declares none.
 var defaultParameters = json.RawMessage(`{"type":"object"}`)
 
-// compileSchema compiles a tool's parameters. Remote references are
-// refused: a registered schema must be self-contained, and the gateway must
-// never fetch a URL or read a file because a client named it.
+// compileSchema compiles a tool's parameters, refusing what
+// toolgate.CheckToolParameters refuses (in its words, as plain text like
+// the compiler's own errors). Remote references are refused: a registered
+// schema must be self-contained, and the gateway must never fetch a URL or
+// read a file because a client named it.
 func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	if err := toolgate.CheckToolParameters(raw); err != nil {
+		return nil, errors.New(toolgate.ErrorMessage(err))
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("parameters is not JSON: %v", err)
-	}
-	obj, ok := doc.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("parameters must be a JSON Schema object")
-	}
-	if obj["type"] != "object" {
-		return nil, fmt.Errorf(`parameters must have the top-level "type": "object"`)
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(jsonschema.SchemeURLLoader{}) // no scheme is loadable
@@ -87,37 +86,27 @@ func (t *toolEntry) validateArgs(args json.RawMessage) error {
 	return nil
 }
 
-// checkSpec validates one tool of a registration, returning the spec as it
-// will be stored, or the rejection.
+// checkSpec validates one tool of a registration with
+// toolgate.CheckToolSpec, the gateway's own checks in their place (no
+// shadowing a built-in tool, the registration hooks, the timeout bounds),
+// and compiles its parameters. It returns the entry as it will be stored
+// (requires_approval and parameters defaulted, parameters compacted), or
+// the rejection.
 func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *toolgate.ToolRejection) {
-	reject := func(code, format string, args ...any) (*toolEntry, *toolgate.ToolRejection) {
-		return nil, &toolgate.ToolRejection{Name: spec.Name, Code: code, Message: fmt.Sprintf(format, args...)}
-	}
-	if !toolgate.ToolNamePattern.MatchString(spec.Name) {
-		return reject(toolgate.EBadRequest, "name must match %s", toolgate.ToolNamePattern)
-	}
-	if rej := e.admitRemote(sid, spec); rej != nil {
-		return nil, rej
-	}
-	if strings.TrimSpace(spec.Description) == "" {
-		return reject(toolgate.EBadRequest, "description is required")
-	}
-	if n := len([]rune(spec.Description)); n > toolgate.MaxDescriptionLength {
-		return reject(toolgate.EBadRequest, "description is %d characters; the limit is %d", n, toolgate.MaxDescriptionLength)
-	}
-	if spec.TimeoutMS != 0 {
-		if err := e.checkTimeout(spec.TimeoutMS); err != nil {
-			return reject(toolgate.EBadRequest, "timeout_ms: %s", err.Message)
-		}
+	err := toolgate.CheckToolSpec(spec, toolgate.ToolSpecChecks{
+		Admit: func(spec toolgate.ToolSpec) error { return e.admitRemote(sid, spec) },
+		Timeout: func(ms int64) error {
+			if err := e.checkTimeout(ms); err != nil {
+				return err
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, &toolgate.ToolRejection{Name: spec.Name, Code: toolgate.ErrorCode(err), Message: toolgate.ErrorMessage(err)}
 	}
 	if spec.RequiresApproval == "" {
 		spec.RequiresApproval = toolgate.ApprovalNever
-	}
-	if !spec.RequiresApproval.Valid() {
-		return reject(toolgate.EBadRequest, "requires_approval must be never, unless_auto_approved or always")
-	}
-	if rl := spec.RateLimit; rl != nil && (rl.RequestsPerMinute < 0 || rl.RequestsPerHour < 0) {
-		return reject(toolgate.EBadRequest, "rate_limit values must not be negative")
 	}
 	if len(spec.Parameters) == 0 || string(spec.Parameters) == "null" {
 		spec.Parameters = defaultParameters
@@ -126,7 +115,7 @@ func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *too
 	}
 	entry, err := newToolEntry(e.schemas, spec, e.now())
 	if err != nil {
-		return reject(toolgate.EBadRequest, "%v", err)
+		return nil, &toolgate.ToolRejection{Name: spec.Name, Code: toolgate.EBadRequest, Message: err.Error()}
 	}
 	return entry, nil
 }

@@ -1,19 +1,19 @@
-package agentloop
+package toolgate
 
-import (
-	"time"
+import "time"
 
-	"github.com/toolgate/toolgate"
-)
+// The rules every call to a tool obeys, whoever makes it (a caller of
+// POST /v1/calls or a run's model): the approval its spec requires and its
+// rate limit. The gateway applies them when it stores a call.
 
 // NeedsApproval reports whether a call to a tool with requirement req must
 // wait for approval, given the session's auto-approve setting:
 // unless_auto_approved is waived by auto-approve, always never is.
-func NeedsApproval(req toolgate.Approval, autoApprove bool) bool {
+func NeedsApproval(req Approval, autoApprove bool) bool {
 	switch req {
-	case toolgate.ApprovalAlways:
+	case ApprovalAlways:
 		return true
-	case toolgate.ApprovalUnlessAutoApproved:
+	case ApprovalUnlessAutoApproved:
 		return !autoApprove
 	}
 	return false
@@ -28,7 +28,7 @@ const RateLimitHorizon = time.Hour
 // the last RateLimitHorizon, oldest first (stored calls, whatever became of
 // them, so a restart resets nothing). Over a limit it returns
 // RATE_LIMITED with the seconds until a slot frees in RetryAfterSeconds.
-func CheckRateLimit(tool string, rl *toolgate.RateLimit, recent []time.Time, now time.Time) error {
+func CheckRateLimit(tool string, rl *RateLimit, recent []time.Time, now time.Time) error {
 	if rl == nil {
 		return nil
 	}
@@ -70,7 +70,7 @@ func CheckRateLimit(tool string, rl *toolgate.RateLimit, recent []time.Time, now
 	if seconds < 1 {
 		seconds = 1
 	}
-	e := toolgate.Errorf(toolgate.ERateLimited, "%s allows %d calls per %s in this session; retry in %d s", tool, limit, which, seconds)
+	e := Errorf(ERateLimited, "%s allows %d calls per %s in this session; retry in %d s", tool, limit, which, seconds)
 	e.RetryAfterSeconds = seconds
 	e.Details = map[string]any{"retry_after_seconds": seconds, "limit": limit, "window": which}
 	return e
