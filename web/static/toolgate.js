@@ -84,6 +84,15 @@ export class ToolgateClient extends EventTarget {
   #runner;
 
   /**
+   * `options.storageKey`, when not given, is "toolgate:" + baseUrl, then
+   * ":" + client.name when `options.client.name` is given, then ":2", ":3"…
+   * for the second, third… live client of the same storage with that base,
+   * in the order they are made (a closed client's rank goes to the next one
+   * made). What stays the same across a reload is what picks the session
+   * back up: a page that makes its clients in the same order on every load
+   * needs nothing more; parts of an app made in an order that can change
+   * (after lazy imports, after network replies) should each pass their own
+   * `client.name`, or a `storageKey`, which is used exactly as given.
    * @param {import("./toolgate.d.ts").ToolgateClientOptions} [options]
    */
   constructor(options = {}) {

@@ -113,6 +113,15 @@ test("a reload mid-call resumes each client's own session, and the open call is 
   const beta = await gw.call(before.beta, "beta_tool", {}, { timeout_ms: 10000 });
   assert.equal(beta.status, "completed", JSON.stringify(beta));
   assert.equal(beta.output.part, "beta");
+
+  // A client closed and connected again at once keeps its session: its own
+  // lock, let go a moment before, is not taken for another tab's.
+  const again = await page.evaluate(async () => {
+    parts.beta.client.close();
+    await parts.beta.client.connect();
+    return parts.beta.client.sessionId;
+  });
+  assert.equal(again, before.beta);
 });
 
 test("a duplicated tab starts a session of its own; it and the tab it came from each answer their own calls", async () => {
