@@ -1,6 +1,5 @@
 // Shared pieces of the toolgate browser SDK: the error types, the JSON request
-// helper, backoff and abortable sleeps, session storage, each client's storage
-// key and the lock that keeps a session to one live client. No DOM is used,
+// helper, backoff and abortable sleeps, and session storage. No DOM is used,
 // so the SDK also runs in Node 20 (global fetch, EventTarget, AbortController).
 
 /** The tool-level error codes a client may report (PROTOCOL.md, CETP codes). */
@@ -224,79 +223,4 @@ export class SessionStore {
       // Nothing to clear.
     }
   }
-}
-
-/** Ranks held by live clients: storage → base key → ranks in use. */
-const ranksInUse = new WeakMap();
-
-/**
- * Gives a client its default storage key: `base` for the first live client
- * of `storage` with that base, `base:2`, `base:3`… for the next ones, in the
- * order they claim it. A rank is free again once release() is called (when
- * the client closes), and the next claim takes the lowest free rank. So a
- * page that builds its clients in the same order on every load gives each
- * the same key, hence its own session, again after a reload.
- * @param {object} storage
- * @param {string} base
- * @returns {{key: string, release: () => void}}
- */
-export function claimStorageKey(storage, base) {
-  let byBase = ranksInUse.get(storage);
-  if (!byBase) ranksInUse.set(storage, (byBase = new Map()));
-  let ranks = byBase.get(base);
-  if (!ranks) byBase.set(base, (ranks = new Set()));
-  let rank = 1;
-  while (ranks.has(rank)) rank++;
-  ranks.add(rank);
-  return {
-    key: rank === 1 ? base : `${base}:${rank}`,
-    release: () => ranks.delete(rank),
-  };
-}
-
-/** The Web Lock a client holds while it uses a session. */
-export function sessionLockName(sessionId) {
-  return `toolgate-session:${sessionId}`;
-}
-
-/**
- * Takes the Web Lock named after the session unless someone else holds it:
- * another live tab that resumed the same stored session (a duplicated tab
- * copies sessionStorage), or another client in this page. A lock that is
- * taken is waited for up to `waitMs`, since one being let go (by the page
- * a reload replaces, or a client that just closed) is free a moment later.
- * Resolves with a function that releases the lock, or with null when it is
- * held elsewhere. Where the platform has no Web Locks (Node, old browsers, an
- * opaque origin) there is nothing to hold: it resolves with a function that
- * does nothing.
- * @param {string} sessionId
- * @param {number} [waitMs]
- * @returns {Promise<(() => void) | null>}
- */
-export async function lockSession(sessionId, waitMs = 0) {
-  const locks = globalThis.navigator?.locks;
-  if (typeof locks?.request !== "function") return () => {};
-  const options = waitMs > 0 ? { signal: AbortSignal.timeout(waitMs) } : { ifAvailable: true };
-  return requestLock(locks, sessionLockName(sessionId), options);
-}
-
-/** One lock request whose grant is held until the returned function is called; null when not granted. */
-function requestLock(locks, name, options) {
-  return new Promise((resolve) => {
-    let release;
-    const held = new Promise((r) => (release = r));
-    try {
-      locks
-        .request(name, options, (lock) => {
-          resolve(lock ? release : null);
-          return lock ? held : undefined;
-        })
-        .catch(() => {
-          // Not granted in time, or no locks here (a SecurityError in an opaque origin).
-          resolve(options.signal?.aborted ? null : () => {});
-        });
-    } catch {
-      resolve(() => {});
-    }
-  });
 }

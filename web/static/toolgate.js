@@ -12,17 +12,8 @@
 // the stream back. Types are in toolgate.d.ts beside this file.
 
 import { CallRunner } from "./toolgate-calls.js";
-import {
-  SessionStore,
-  ToolError,
-  ToolgateError,
-  backoffDelay,
-  claimStorageKey,
-  lockSession,
-  requestJSON,
-  resolveStorage,
-  sleep,
-} from "./toolgate-http.js";
+import { SessionStore, ToolError, ToolgateError, backoffDelay, requestJSON, resolveStorage, sleep } from "./toolgate-http.js";
+import { SessionLock, claimStorageKey } from "./toolgate-session.js";
 import { pollEvents, readEventStream } from "./toolgate-transport.js";
 import { validateTool } from "./toolgate-tools.js";
 
@@ -67,8 +58,8 @@ export class ToolgateClient extends EventTarget {
   /** This client's rank among the live clients sharing the key's base. */
   #storageKeyClaim = null;
   #store;
-  /** The Web Lock on the session in use: {sessionId, release}. */
-  #sessionLock = null;
+  /** The Web Lock on the session in use. */
+  #sessionLock = new SessionLock(SESSION_LOCK_WAIT_MS);
   #session = null;
   #tools = new Map();
   #toolsDirty = true;
@@ -274,53 +265,49 @@ export class ToolgateClient extends EventTarget {
    */
   #letGo() {
     this.#watchPage(false);
-    this.#releaseSessionLock();
+    this.#sessionLock.release();
     this.#storageKeyClaim?.release();
     this.#storageKeyClaim = null;
   }
 
-  /** Takes the lowest free rank of the default key's base (no-op with an explicit storageKey or a rank held). */
+  /**
+   * Takes the lowest free rank of the default key's base (nothing to do with
+   * an explicit storageKey or a rank held). A client that connects again
+   * after closing may get another rank than before: the session it had
+   * belongs to its old key, so it is forgotten here (not at the gateway).
+   */
   #claimStorageKey() {
     if (this.#storageKeyBase === null || this.#storageKeyClaim) return;
     this.#storageKeyClaim = claimStorageKey(this.#storage, this.#storageKeyBase);
-    if (this.#store?.key !== this.#storageKeyClaim.key) this.#store = new SessionStore(this.#storage, this.#storageKeyClaim.key);
+    if (this.#store?.key === this.#storageKeyClaim.key) return;
+    if (this.#store) {
+      this.#session = null;
+      this.#cursor = null;
+      this.#runner.reset();
+    }
+    this.#store = new SessionStore(this.#storage, this.#storageKeyClaim.key);
   }
 
   /**
-   * Takes up the session kept in storage, unless another live client holds
-   * its lock: then this client forgets it and will create a session of its own.
+   * Takes up the session kept in storage (or still in memory when storage
+   * failed), unless another live client holds its lock: then this client
+   * forgets it and will create a session of its own.
    */
   async #resumeStoredSession(signal) {
     const stored = this.#store.load();
-    if (!stored) return;
-    const held = await this.#holdSessionLock(stored.sessionId, signal);
+    const sessionId = stored?.sessionId ?? this.#session?.sessionId;
+    if (!sessionId) return;
+    const held = await this.#sessionLock.hold(sessionId);
     if (signal.aborted) return;
     if (!held) {
       this.#forgetSession();
       return;
     }
-    this.#session = stored;
-    this.#cursor = stored.cursor;
-    this.#runner.restore(stored.outbox);
-  }
-
-  /** Holds the session's lock; false when another live client holds it (or the signal aborted meanwhile). */
-  async #holdSessionLock(sessionId, signal) {
-    if (this.#sessionLock?.sessionId === sessionId) return true;
-    this.#releaseSessionLock();
-    const release = await lockSession(sessionId, SESSION_LOCK_WAIT_MS);
-    if (!release) return false;
-    if (signal.aborted || this.#sessionLock) {
-      release();
-      return false;
+    if (stored) {
+      this.#session = stored;
+      this.#cursor = stored.cursor;
+      this.#runner.restore(stored.outbox);
     }
-    this.#sessionLock = { sessionId, release };
-    return true;
-  }
-
-  #releaseSessionLock() {
-    this.#sessionLock?.release();
-    this.#sessionLock = null;
   }
 
   /**
@@ -335,7 +322,7 @@ export class ToolgateClient extends EventTarget {
     globalThis[method]("pageshow", this.#onPageShow);
   }
 
-  #onPageHide = () => this.#releaseSessionLock();
+  #onPageHide = () => this.#sessionLock.release();
 
   #onPageShow = (event) => {
     if (event.persisted) this.#retakeSessionLock();
@@ -345,7 +332,7 @@ export class ToolgateClient extends EventTarget {
     const loop = this.#loop;
     const session = this.#session;
     if (!loop || !session) return;
-    if ((await this.#holdSessionLock(session.sessionId, loop.signal)) || loop.signal.aborted || this.#session !== session) return;
+    if ((await this.#sessionLock.hold(session.sessionId)) || loop.signal.aborted || this.#session !== session) return;
     // Another tab took this session up while the page was in the back/forward cache.
     loop.abort();
     this.#loop = null;
@@ -413,7 +400,7 @@ export class ToolgateClient extends EventTarget {
       }
       // Nobody else knows the new id yet, so the lock is free; holding it
       // before the session is stored keeps a copy of this tab off it.
-      await this.#holdSessionLock(created.session_id, signal);
+      await this.#sessionLock.hold(created.session_id);
       this.#session = {
         sessionId: created.session_id,
         token: created.token,
@@ -619,7 +606,7 @@ export class ToolgateClient extends EventTarget {
 
   /** Lets go of the session: its lock, its stored state, its calls. */
   #forgetSession() {
-    this.#releaseSessionLock();
+    this.#sessionLock.release();
     this.#session = null;
     this.#store.clear();
     this.#runner.reset();
