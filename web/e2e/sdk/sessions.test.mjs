@@ -70,3 +70,21 @@ test("a named client's key carries its name; an explicit storageKey is used as g
   assert.equal(storedSessionId(storage, "my-app:session"), pinned.sessionId);
   assert.equal(storedSessionId(storage, `toolgate:${gw.url}:2`), null, "no client took a second rank");
 });
+
+test("a client connected again after its key went to another client starts a session of its own", async () => {
+  const storage = new MemoryStorage();
+  const first = partClient(storage, "first");
+  await first.connect();
+  const firstId = first.sessionId;
+  await first.close();
+
+  const second = partClient(storage, "second"); // takes the free key, and the session left there
+  await second.connect();
+  assert.equal(second.sessionId, firstId);
+  await first.connect(); // a key of the next rank, with nothing stored under it
+  assert.notEqual(first.sessionId, firstId, "the two clients do not share the session");
+  assert.equal(storedSessionId(storage, `toolgate:${gw.url}:2`), first.sessionId);
+  const record = await gw.call(first.sessionId, "first_tool", {}, { timeout_ms: 10000 });
+  assert.equal(record.status, "completed", JSON.stringify(record));
+  assert.deepEqual(record.output, { part: "first" });
+});
