@@ -6,7 +6,7 @@
 // Query parameters, for trying things out: ?transport=auto|sse|poll.
 
 import { ToolgateClient } from "./toolgate.js";
-import { browserTools } from "./page-tools.js";
+import { browserTools, pageAddress } from "./page-tools.js";
 import { startConsole } from "./console.js";
 import { $, el, formatJSON, shortId, timeOf } from "./dom.js";
 
@@ -15,7 +15,7 @@ const client = new ToolgateClient({
   baseUrl: location.origin,
   transport: params.get("transport") ?? "auto",
   client: { name: "toolgate page", platform: "web" },
-  metadata: { url: location.href, user_agent: navigator.userAgent },
+  metadata: { url: pageAddress(), user_agent: navigator.userAgent },
 });
 
 // --- connection ----------------------------------------------------------

@@ -4,6 +4,16 @@
 import { ToolError } from "./toolgate.js";
 import { $, el, timeOf } from "./dom.js";
 
+/**
+ * The page's address as the page reports it (in its session's metadata and
+ * from page_info): without the fragment, which may carry the operator's
+ * `#agent_key=` (the console takes it out of the address bar only once it
+ * starts) and is nobody's business but the page's.
+ */
+export function pageAddress() {
+  return location.origin + location.pathname + location.search;
+}
+
 /** The tool definitions, ready for ToolgateClient.registerTool. */
 export function browserTools() {
   return [pageInfo, askUser, getSelection, getLocation];
@@ -18,7 +28,7 @@ const pageInfo = {
   handler() {
     return {
       title: document.title,
-      url: location.href,
+      url: pageAddress(),
       viewport: { width: window.innerWidth, height: window.innerHeight, device_pixel_ratio: window.devicePixelRatio },
       language: navigator.language,
       languages: [...(navigator.languages ?? [])],

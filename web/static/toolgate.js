@@ -13,6 +13,7 @@
 
 import { CallRunner } from "./toolgate-calls.js";
 import { SessionStore, ToolError, ToolgateError, backoffDelay, requestJSON, resolveStorage, sleep } from "./toolgate-http.js";
+import { SessionLock, claimStorageKey } from "./toolgate-session.js";
 import { pollEvents, readEventStream } from "./toolgate-transport.js";
 import { validateTool } from "./toolgate-tools.js";
 
@@ -24,6 +25,14 @@ export const VERSION = "0.1.0";
 
 const TRANSPORTS = ["auto", "sse", "poll"];
 
+/**
+ * How long a client waits for its stored session's lock before it decides
+ * that another live tab holds the session. The lock of a page that was just
+ * reloaded, or of a client closed just before, is released a moment after;
+ * a duplicated tab's original holds it for good.
+ */
+const SESSION_LOCK_WAIT_MS = 1000;
+
 /** Errors after which the stream cannot be trusted and auto mode should poll. */
 const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
 
@@ -32,11 +41,25 @@ const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
  * that receives their calls. It is an EventTarget; `on(type, fn)` is a
  * shorthand that passes the event's detail. Events: "state", "transport",
  * "session", "call", "registered", "error".
+ *
+ * Each client owns its session. By default it is kept in sessionStorage under
+ * a key of its own (see `storageKey` in toolgate.d.ts): two clients in a page
+ * get two sessions, and after a reload each takes up its own again. While it
+ * runs, a client holds the Web Lock "toolgate-session:<id>"; a tab that finds
+ * its stored session's lock held by another live tab (a duplicated tab, whose
+ * sessionStorage is a copy) starts a session of its own.
  */
 export class ToolgateClient extends EventTarget {
   #opts;
   #fetch;
+  #storage;
+  /** The default key's base, or null when the options gave a storageKey. */
+  #storageKeyBase;
+  /** This client's rank among the live clients sharing the key's base. */
+  #storageKeyClaim = null;
   #store;
+  /** The Web Lock on the session in use. */
+  #sessionLock = new SessionLock(SESSION_LOCK_WAIT_MS);
   #session = null;
   #tools = new Map();
   #toolsDirty = true;
@@ -52,6 +75,15 @@ export class ToolgateClient extends EventTarget {
   #runner;
 
   /**
+   * `options.storageKey`, when not given, is "toolgate:" + baseUrl, then
+   * ":" + client.name when `options.client.name` is given, then ":2", ":3"…
+   * for the second, third… live client of the same storage with that base,
+   * in the order they are made (a closed client's rank goes to the next one
+   * made). What stays the same across a reload is what picks the session
+   * back up: a page that makes its clients in the same order on every load
+   * needs nothing more; parts of an app made in an order that can change
+   * (after lazy imports, after network replies) should each pass their own
+   * `client.name`, or a `storageKey`, which is used exactly as given.
    * @param {import("./toolgate.d.ts").ToolgateClientOptions} [options]
    */
   constructor(options = {}) {
@@ -81,7 +113,15 @@ export class ToolgateClient extends EventTarget {
     const fetchFn = options.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function") throw new TypeError("no fetch function: pass options.fetch");
     this.#fetch = (...args) => fetchFn(...args);
-    this.#store = new SessionStore(resolveStorage(options.storage), options.storageKey ?? `toolgate:${this.#opts.baseUrl}`);
+    this.#storage = resolveStorage(options.storage);
+    if (options.storageKey !== undefined) {
+      this.#storageKeyBase = null;
+      this.#store = new SessionStore(this.#storage, options.storageKey);
+    } else {
+      const name = options.client?.name;
+      this.#storageKeyBase = `toolgate:${this.#opts.baseUrl}${name ? `:${name}` : ""}`;
+      this.#claimStorageKey();
+    }
     this.#sseRetryDelay = this.#opts.sseRetryMs;
     this.#runner = new CallRunner({
       fetchFn: this.#fetch,
@@ -179,18 +219,14 @@ export class ToolgateClient extends EventTarget {
     this.#connected = deferred();
     const controller = new AbortController();
     this.#loop = controller;
+    this.#claimStorageKey();
+    this.#watchPage(true);
     this.#runner.resume();
     // A fresh connect asks for the session's open calls instead of replaying
     // from the cursor: a call received before a reload (or a close) is behind
     // the cursor but still waits for its answer.
     this.#resumeFromCursor = false;
     this.#pollCursor = null;
-    const stored = this.#store.load();
-    if (stored) {
-      this.#session = stored;
-      this.#cursor = stored.cursor;
-      this.#runner.restore(stored.outbox);
-    }
     this.#supervise(controller.signal).catch((error) => this.#fail(error));
     return this.#connected.promise;
   }
@@ -212,13 +248,102 @@ export class ToolgateClient extends EventTarget {
     if (endSession && session) {
       this.#session = null;
       this.#store.clear();
+    }
+    this.#letGo();
+    if (endSession && session) {
       await requestJSON(this.#fetch, `${this.#sessionUrl(session)}/close`, { method: "POST", token: session.token }).catch(() => {});
     }
+  }
+
+  // --- the session's storage key and lock ------------------------------------
+
+  /**
+   * Lets go of what a running client holds besides its connection: the
+   * session's lock, and the storage key's rank — a client made after this
+   * one stopped may take the key (and resume the session left there); a
+   * connect() again claims a key anew.
+   */
+  #letGo() {
+    this.#watchPage(false);
+    this.#sessionLock.release();
+    this.#storageKeyClaim?.release();
+    this.#storageKeyClaim = null;
+  }
+
+  /**
+   * Takes the lowest free rank of the default key's base (nothing to do with
+   * an explicit storageKey or a rank held). A client that connects again
+   * after closing may get another rank than before: the session it had
+   * belongs to its old key, so it is forgotten here (not at the gateway).
+   */
+  #claimStorageKey() {
+    if (this.#storageKeyBase === null || this.#storageKeyClaim) return;
+    this.#storageKeyClaim = claimStorageKey(this.#storage, this.#storageKeyBase);
+    if (this.#store?.key === this.#storageKeyClaim.key) return;
+    if (this.#store) {
+      this.#session = null;
+      this.#cursor = null;
+      this.#runner.reset();
+    }
+    this.#store = new SessionStore(this.#storage, this.#storageKeyClaim.key);
+  }
+
+  /**
+   * Takes up the session kept in storage (or still in memory when storage
+   * failed), unless another live client holds its lock: then this client
+   * forgets it and will create a session of its own.
+   */
+  async #resumeStoredSession(signal) {
+    const stored = this.#store.load();
+    const sessionId = stored?.sessionId ?? this.#session?.sessionId;
+    if (!sessionId) return;
+    const held = await this.#sessionLock.hold(sessionId);
+    if (signal.aborted) return;
+    if (!held) {
+      this.#forgetSession();
+      return;
+    }
+    if (stored) {
+      this.#session = stored;
+      this.#cursor = stored.cursor;
+      this.#runner.restore(stored.outbox);
+    }
+  }
+
+  /**
+   * Releases the lock when the page goes (a reload, a navigation), so the
+   * next page in this tab finds it free at once; takes it again when the
+   * page comes back from the back/forward cache.
+   */
+  #watchPage(on) {
+    if (typeof globalThis.addEventListener !== "function") return;
+    const method = on ? "addEventListener" : "removeEventListener";
+    globalThis[method]("pagehide", this.#onPageHide);
+    globalThis[method]("pageshow", this.#onPageShow);
+  }
+
+  #onPageHide = () => this.#sessionLock.release();
+
+  #onPageShow = (event) => {
+    if (event.persisted) this.#retakeSessionLock();
+  };
+
+  async #retakeSessionLock() {
+    const loop = this.#loop;
+    const session = this.#session;
+    if (!loop || !session) return;
+    if ((await this.#sessionLock.hold(session.sessionId)) || loop.signal.aborted || this.#session !== session) return;
+    // Another tab took this session up while the page was in the back/forward cache.
+    loop.abort();
+    this.#loop = null;
+    this.#dropSession(new ToolgateError("SESSION_IN_USE", "Another tab took up this session while the page was away"));
+    this.connect().catch(() => {});
   }
 
   // --- the connection supervisor -------------------------------------------
 
   async #supervise(signal) {
+    await this.#resumeStoredSession(signal);
     let mode = this.#opts.transport === "poll" ? "poll" : "sse";
     for (let failures = 0; !signal.aborted; ) {
       try {
@@ -273,6 +398,9 @@ export class ToolgateClient extends EventTarget {
         if (err instanceof ToolgateError && !err.retryable) err.fatal = true;
         throw err;
       }
+      // Nobody else knows the new id yet, so the lock is free; holding it
+      // before the session is stored keeps a copy of this tab off it.
+      await this.#sessionLock.hold(created.session_id);
       this.#session = {
         sessionId: created.session_id,
         token: created.token,
@@ -473,6 +601,12 @@ export class ToolgateClient extends EventTarget {
 
   #dropSession(err) {
     this.#emit("session", { sessionId: this.#session?.sessionId ?? null, created: false, lost: true, error: err });
+    this.#forgetSession();
+  }
+
+  /** Lets go of the session: its lock, its stored state, its calls. */
+  #forgetSession() {
+    this.#sessionLock.release();
     this.#session = null;
     this.#store.clear();
     this.#runner.reset();
@@ -485,6 +619,7 @@ export class ToolgateClient extends EventTarget {
   #fail(error) {
     this.#loop?.abort();
     this.#loop = null;
+    this.#letGo();
     this.#setTransport(null);
     this.#setState("closed");
     this.#emit("error", { error, during: "connect", fatal: true });
