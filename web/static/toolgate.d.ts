@@ -36,7 +36,14 @@ export interface ToolgateClientOptions {
    * Default: sessionStorage where the platform has one, else memory; null or false keeps it in memory.
    */
   storage?: SessionStorageLike | null | false;
-  /** The storage key. Default: "toolgate:" + baseUrl. */
+  /**
+   * The storage key. Default: "toolgate:" + baseUrl, then ":" + client.name when a name is given,
+   * then ":2", ":3"… for the second, third… live client of the same storage with that base, in the
+   * order they are made (a closed client's rank goes to the next one made). A page that makes its
+   * clients in the same order on every load gets each its own session back after a reload; parts
+   * made in an order that can change should each pass their own client.name, or a storageKey
+   * (used as given).
+   */
   storageKey?: string;
   /** The client key, when the gateway requires one to create sessions. */
   clientKey?: string;
