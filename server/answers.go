@@ -174,19 +174,18 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "progress is limited to 16 KiB")
 	}
 	now := e.now()
-	var deadline time.Time
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
+	deadline, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (time.Time, error) {
 		row, err := tx.GetCall(p.ID)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		if row == nil || row.SessionID.String != sid {
-			return store.Refuse(toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", p.ID))
+			return time.Time{}, store.Refuse(toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", p.ID))
 		}
 		if toolgate.CallStatus(row.Status).Final() {
-			return store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status))
+			return time.Time{}, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status))
 		}
-		deadline = now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
+		deadline := now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
 		if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {
 			deadline = limit
 		}
@@ -194,7 +193,7 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 			deadline = current
 		}
 		_, err = tx.SetProgress(p.ID, []byte(compactJSON(progress)), deadline)
-		return err
+		return deadline, err
 	})
 	if err != nil {
 		return nil, err

@@ -88,23 +88,22 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 		return nil, err
 	}
 	now := e.now()
-	var row *store.CallRow
-	err = e.st.Write(ctx, func(tx *store.Tx) error {
-		var err error
-		if row, err = e.checkAwaiting(tx, id, by); err != nil {
-			return err
+	row, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (*store.CallRow, error) {
+		row, err := e.checkAwaiting(tx, id, by)
+		if err != nil {
+			return nil, err
 		}
 		deadline := now.Add(msDuration(row.TimeoutMS))
 		if _, err := tx.SetCallStatus(id, toolgate.StatusPending, deadline); err != nil {
-			return err
+			return nil, err
 		}
 		row.Status, row.Deadline = string(toolgate.StatusPending), deadline.UnixMilli()
 		if !row.SessionID.Valid {
-			return nil
+			return row, nil
 		}
 		_, err = tx.AppendEvent(row.SessionID.String, toolgate.EventToolCallRequest, id,
 			requestEvent(id, row.Tool, []byte(row.Args), deadline, 1), now)
-		return err
+		return row, err
 	})
 	if err != nil {
 		return nil, err

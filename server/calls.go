@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -250,7 +249,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	})
 	if err != nil {
 		e.callNotStored(newRow.ID)
-		if opts.IdempotencyKey != "" && strings.Contains(err.Error(), "UNIQUE") {
+		if errors.Is(err, store.ErrDuplicateIdempotencyKey) {
 			// The same key raced another request; that one's call wins.
 			if existing, ferr := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); ferr == nil && existing != nil {
 				if _, _, err := sameCallOrConflict(existing, toolgate.CallRequest{SessionID: sessionID, Tool: tool, Args: args}); err != nil {

@@ -386,19 +386,17 @@ func (e *Engine) Sweep(ctx context.Context) {
 		e.log.Warn("sweep: ending overdue calls", "count", len(overdue))
 		e.expireCalls(overdue)
 	}
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
+	pruned, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (int64, error) {
 		for _, t := range touched {
 			if err := tx.TouchSession(t.id, t.at); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		n, err := tx.PruneEvents(now.Add(-e.cfg.EventRetention))
-		if n > 0 {
-			e.log.Debug("pruned events", "count", n)
-		}
-		return err
+		return tx.PruneEvents(now.Add(-e.cfg.EventRetention))
 	})
 	if err != nil {
 		e.log.Error("sweep", "err", err)
+	} else if pruned > 0 {
+		e.log.Debug("pruned events", "count", pruned)
 	}
 }

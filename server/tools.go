@@ -237,11 +237,7 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 
 // RemoveTool removes one tool of a session.
 func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
-	var found bool
-	err := e.st.Write(ctx, func(tx *store.Tx) (err error) {
-		found, err = tx.DeleteTool(sid, name)
-		return err
-	})
+	found, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (bool, error) { return tx.DeleteTool(sid, name) })
 	if err != nil {
 		return err
 	}
