@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -77,12 +78,6 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 		}
 		outcomes[i] = o
 	}
-	type endedCall struct {
-		id      string
-		status  toolgate.CallStatus
-		created time.Time
-	}
-	var finished []endedCall
 	now := e.now()
 	// Deliveries not yet written are written by the answers' own statement.
 	marks := make([]deliveryMark, len(answers))
@@ -91,38 +86,34 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 			marks[i] = e.takeMark(acks[i].ID)
 		}
 	}
-	committed := false
-	defer func() {
+	type answered struct {
+		acks  []toolgate.AnswerAck
+		ended []endedCall
+	}
+	done, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (answered, error) {
+		// A fresh copy each run: a run rolled back leaves nothing behind.
+		out := answered{acks: slices.Clone(acks)}
 		for i := range answers {
-			if !committed || acks[i].Error != nil || acks[i].Duplicate || acks[i].Status == "" {
-				e.restoreMark(acks[i].ID, marks[i])
-			}
-		}
-	}()
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
-		finished = finished[:0]
-		for i := range answers {
-			ack := &acks[i]
+			ack := &out.acks[i]
 			if ack.Error != nil {
 				continue
 			}
-			ack.Status, ack.Duplicate = "", false
 			// The usual case in one statement: an open call of this session.
 			ended, err := tx.FinishAnswered(ack.ID, sid, outcomes[i], now, marks[i].first, marks[i].count)
 			if err != nil {
-				return err
+				return answered{}, err
 			}
 			if ended != nil {
 				// The woken caller reads the record from memory, not the table.
 				tx.RememberFinal(*ended)
 				ack.Status = outcomes[i].Status
-				finished = append(finished, endedCall{ack.ID, ack.Status, ended.CreatedTime()})
+				out.ended = append(out.ended, endedCall{id: ack.ID, status: ack.Status, created: ended.CreatedTime()})
 				continue
 			}
 			// Otherwise say why not.
 			row, err := tx.GetCall(ack.ID)
 			if err != nil {
-				return err
+				return answered{}, err
 			}
 			if row == nil || row.SessionID.String != sid {
 				ack.Error = toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", ack.ID)
@@ -144,16 +135,19 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 			// which the single writer rules out; report it as a conflict.
 			ack.Error = toolgate.Errorf(toolgate.EConflict, "call %s could not be answered in status %s", ack.ID, status)
 		}
-		return nil
+		return out, nil
 	})
-	committed = err == nil
+	// Deliveries an answer did not record go back, to be written later.
+	for i := range answers {
+		if err != nil || done.acks[i].Error != nil || done.acks[i].Duplicate || done.acks[i].Status == "" {
+			e.restoreMark(acks[i].ID, marks[i])
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range finished {
-		e.callEnded(f.id, f.status, f.created)
-	}
-	return acks, nil
+	e.afterCallsEnded(done.ended...)
+	return done.acks, nil
 }
 
 // ReportProgress stores a call's latest progress and pushes its deadline

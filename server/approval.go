@@ -137,17 +137,24 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 		message += ": " + reason
 	}
 	now := e.now()
-	err = e.st.Write(ctx, func(tx *store.Tx) error {
-		if _, err := e.checkAwaiting(tx, id, by); err != nil {
-			return err
+	ended, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (endedCall, error) {
+		row, err := e.checkAwaiting(tx, id, by)
+		if err != nil {
+			return endedCall{}, err
 		}
-		_, err := tx.FinishCall(id, store.Outcome{Status: toolgate.StatusDenied, ErrorCode: toolgate.EDenied, ErrorMessage: message}, now)
-		return err
+		// Awaiting approval: its client was never sent it, and is not told.
+		ended, ok, err := endCall(tx, row, store.Outcome{Status: toolgate.StatusDenied, ErrorCode: toolgate.EDenied, ErrorMessage: message},
+			toolgate.CancelDenied, now)
+		if err == nil && !ok {
+			// Not open any more, though just read so: nothing was written.
+			return endedCall{}, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended", id))
+		}
+		return ended, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	e.callEnded(id, toolgate.StatusDenied, time.Time{})
+	e.afterCallsEnded(ended)
 	e.log.Debug("call denied", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
 	return e.GetCall(ctx, id)
 }

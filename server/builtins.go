@@ -135,7 +135,9 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 			return
 		}
 		if ended {
-			e.callEnded(id, o.Status, time.Time{})
+			// No creation time: the round-trip histogram is of calls
+			// answered by clients.
+			e.afterCallsEnded(endedCall{id: id, status: o.Status})
 		}
 	}()
 }

@@ -26,7 +26,7 @@ func TestSweepEndsOverdueCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.callNotStored(call.ID) // the engine no longer knows the call is open
+	e.waiters.notStored(call.ID) // the engine no longer knows the call is open
 
 	mu.Lock()
 	offset = 5 * time.Second

@@ -26,22 +26,22 @@ func (d engineDispatcher) Wait(ctx context.Context, id string, progress func(jso
 	updates, stop := e.watchProgress(id)
 	defer stop()
 	for {
-		ended, _ := e.callWaiter(id)
+		ended, _ := e.waiters.wait(id)
 		c, err := e.GetCall(ctx, id)
 		if err != nil || c.Status.Final() {
-			e.releaseWaiter(id, ended)
+			e.waiters.release(id, ended)
 			return c, err
 		}
 		select {
 		case <-ended:
 			// The call ended; read it again.
 		case p := <-updates:
-			e.releaseWaiter(id, ended)
+			e.waiters.release(id, ended)
 			if progress != nil {
 				progress(p)
 			}
 		case <-ctx.Done():
-			e.releaseWaiter(id, ended)
+			e.waiters.release(id, ended)
 			return nil, ctx.Err()
 		}
 	}

@@ -61,25 +61,13 @@ type Engine struct {
 	sessions map[string]*sessionState // open sessions by id
 	byToken  map[string]*sessionState // open sessions by token hash
 
-	waitMu  sync.Mutex
-	waiters map[string]*callWaiters // by call id
-	// openCalls are the calls known to be open: stored by this process or
-	// recovered at start, and not yet ended (callEnded removes them). A
-	// waiter on one of them need not read it before waiting.
-	openCalls map[string]struct{}
+	waiters *callWaiters // who waits for which call; the calls known open
 
 	deadlines *deadlineQueue
 	marks     deliveryMarks // deliveries not yet written
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
-}
-
-// callWaiters is the channel closed when one call ends, shared by all who
-// wait on it, with their count.
-type callWaiters struct {
-	ch    chan struct{}
-	count int
 }
 
 // NewEngine builds the engine over an open store and recovers its state:
@@ -95,17 +83,16 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		log = slog.Default()
 	}
 	e := &Engine{
-		cfg:       cfg,
-		st:        st,
-		log:       log,
-		now:       time.Now,
-		sessions:  map[string]*sessionState{},
-		byToken:   map[string]*sessionState{},
-		waiters:   map[string]*callWaiters{},
-		openCalls: map[string]struct{}{},
-		schemas:   newSchemaCache(),
-		stop:      make(chan struct{}),
-		hooks:     &agentloop.Hooks{},
+		cfg:      cfg,
+		st:       st,
+		log:      log,
+		now:      time.Now,
+		sessions: map[string]*sessionState{},
+		byToken:  map[string]*sessionState{},
+		waiters:  newCallWaiters(),
+		schemas:  newSchemaCache(),
+		stop:     make(chan struct{}),
+		hooks:    &agentloop.Hooks{},
 
 		builtinEntries: map[string]*toolEntry{},
 		progressSubs:   map[string]map[chan json.RawMessage]struct{}{},
@@ -135,7 +122,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	}
 	for _, c := range open {
 		e.deadlines.schedule(c.ID, c.DeadlineTime())
-		e.openCalls[c.ID] = struct{}{}
+		e.waiters.opened(c.ID)
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()

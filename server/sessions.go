@@ -255,32 +255,39 @@ func (e *Engine) countClosing(sid string, delta int) {
 	e.mu.Unlock()
 }
 
-// closeSession closes a session for a reason ("closed" or "expired").
-func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
-	now := e.now()
+// sessionClosedOutcome is how a session's open calls end when it closes
+// for reason ("closed" or "expired").
+func sessionClosedOutcome(reason string) store.Outcome {
 	message := "the session was closed"
 	if reason == "expired" {
 		message = "the session expired"
 	}
-	var ended []string
-	var found bool
+	return store.Outcome{Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message}
+}
+
+// closeSession closes a session for a reason ("closed" or "expired").
+func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
+	now := e.now()
+	type closing struct {
+		found bool // the session was open, and this write closes it
+		ended []endedCall
+	}
 	e.countClosing(sid, +1)
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
+	closed, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (closing, error) {
 		ok, err := tx.CloseSession(sid, reason, now)
 		if err != nil || !ok {
-			return err
+			return closing{}, err
 		}
-		found = true
-		ended, err = e.cancelOpenCalls(tx, sid, toolgate.CancelSessionClosed, message, now)
-		return err
+		ended, err := cancelOpenCalls(tx, sid, sessionClosedOutcome(reason), now)
+		return closing{found: true, ended: ended}, err
 	})
-	if err != nil || !found {
+	if err != nil || !closed.found {
 		e.countClosing(sid, -1) // this close did not close it
 	}
 	if err != nil {
 		return err
 	}
-	if !found {
+	if !closed.found {
 		row, err := e.st.GetSession(ctx, sid)
 		if err != nil {
 			return err
@@ -298,34 +305,26 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 		s.closeListeners()
 	}
 	e.mu.Unlock()
-	for _, id := range ended {
-		e.callEnded(id, toolgate.StatusCancelled, time.Time{})
-	}
-	e.log.Debug("session "+reason, "session", sid, "cancelled_calls", len(ended))
+	e.afterCallsEnded(closed.ended...)
+	e.log.Debug("session "+reason, "session", sid, "cancelled_calls", len(closed.ended))
 	return nil
 }
 
-// cancelOpenCalls ends a session's open calls as cancelled inside tx and
-// appends a call_cancelled event for each one the client was sent.
-func (e *Engine) cancelOpenCalls(tx *store.Tx, sid, reason, message string, now time.Time) ([]string, error) {
+// cancelOpenCalls ends a session's open calls with o inside tx (endCall:
+// call_cancelled, reason session_closed, for each one the client was sent).
+func cancelOpenCalls(tx *store.Tx, sid string, o store.Outcome, now time.Time) ([]endedCall, error) {
 	open, err := tx.OpenCallsOfSession(sid)
 	if err != nil {
 		return nil, err
 	}
-	var ended []string
-	for _, c := range open {
-		ok, err := tx.FinishCall(c.ID, store.Outcome{Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message}, now)
+	var ended []endedCall
+	for i := range open {
+		c, ok, err := endCall(tx, &open[i], o, toolgate.CancelSessionClosed, now)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			continue
-		}
-		ended = append(ended, c.ID)
-		if c.Status != string(toolgate.StatusAwaitingApproval) {
-			if _, err := tx.AppendEvent(sid, toolgate.EventCallCancelled, c.ID, cancelledEvent(c.ID, reason), now); err != nil {
-				return nil, err
-			}
+		if ok {
+			ended = append(ended, c)
 		}
 	}
 	return ended, nil
