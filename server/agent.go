@@ -131,10 +131,7 @@ func (a *Agent) StartRun(ctx context.Context, req handlers.RunRequest, startedBy
 		msgs = append(msgs, agentloop.Message{Role: agentloop.RoleUser, Content: req.Input})
 	}
 	if req.SessionID != "" {
-		a.e.mu.Lock()
-		open := a.e.sessions[req.SessionID] != nil
-		a.e.mu.Unlock()
-		if !open {
+		if !a.e.sessions.isOpen(req.SessionID) {
 			return "", nil, a.e.missingSession(ctx, req.SessionID)
 		}
 	}

@@ -83,7 +83,7 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 	marks := make([]deliveryMark, len(answers))
 	for i := range answers {
 		if acks[i].Error == nil {
-			marks[i] = e.takeMark(acks[i].ID)
+			marks[i] = e.marks.take(acks[i].ID)
 		}
 	}
 	type answered struct {
@@ -140,7 +140,7 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 	// Deliveries an answer did not record go back, to be written later.
 	for i := range answers {
 		if err != nil || done.acks[i].Error != nil || done.acks[i].Duplicate || done.acks[i].Status == "" {
-			e.restoreMark(acks[i].ID, marks[i])
+			e.marks.restore(acks[i].ID, marks[i])
 		}
 	}
 	if err != nil {
@@ -152,7 +152,8 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 
 // ReportProgress stores a call's latest progress and pushes its deadline
 // out by the call's timeout, never past its creation plus the gateway's
-// maximum call length, and never earlier than it was.
+// maximum call length, and never earlier than it was; then it passes the
+// report to those watching the call (a run waiting on it).
 func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.ProgressReport) (*toolgate.ProgressAck, error) {
 	if p.Type != "" && p.Type != "tool_progress" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, `type must be "tool_progress"`)
@@ -167,6 +168,7 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 	if len(progress) > 16<<10 {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "progress is limited to 16 KiB")
 	}
+	progress = json.RawMessage(compactJSON(progress))
 	now := e.now()
 	deadline, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (time.Time, error) {
 		row, err := tx.GetCall(p.ID)
@@ -186,13 +188,14 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 		if current := row.DeadlineTime(); deadline.Before(current) {
 			deadline = current
 		}
-		_, err = tx.SetProgress(p.ID, []byte(compactJSON(progress)), deadline)
+		_, err = tx.SetProgress(p.ID, progress, deadline)
 		return deadline, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.deadlines.schedule(p.ID, deadline)
+	e.progress.reported(p.ID, progress)
 	e.log.Debug("call progress", "call", p.ID, "deadline", deadline)
 	return &toolgate.ProgressAck{Type: "progress_acknowledged", ID: p.ID, Deadline: toolgate.NewTime(deadline)}, nil
 }

@@ -24,13 +24,11 @@ func (e *Engine) approverOf(secret string) (approver, error) {
 	if e.IsAgentKey(secret) {
 		return approver{agent: true}, nil
 	}
-	e.mu.Lock()
-	s := e.byToken[hashToken(secret)]
-	e.mu.Unlock()
-	if s == nil {
+	var sid string
+	if !e.sessions.withToken(hashToken(secret), func(s *sessionState) { sid = s.row.ID }) {
 		return approver{}, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key or session token")
 	}
-	return approver{sessionID: s.row.ID}, nil
+	return approver{sessionID: sid}, nil
 }
 
 // mayDecide checks inside tx that the approver may decide on the call: the
@@ -110,7 +108,7 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 	}
 	e.deadlines.schedule(id, row.DeadlineTime())
 	if row.SessionID.Valid {
-		e.wakeSession(row.SessionID.String)
+		e.sessions.wake(row.SessionID.String)
 	} else if tool, _, err := e.builtinEntry(row.Tool); err == nil {
 		e.startBuiltin(row, tool)
 	}
@@ -163,20 +161,13 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 // to its tools marked unless_auto_approved go out without waiting (tools
 // marked always still wait).
 func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
-	e.mu.Lock()
-	open := e.sessions[sid] != nil
-	e.mu.Unlock()
-	if !open {
+	if !e.sessions.isOpen(sid) {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 	}
 	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.SetAutoApprove(sid, on) }); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
-		s.row.AutoApprove = on
-	}
-	e.mu.Unlock()
+	e.sessions.with(sid, func(s *sessionState) { s.row.AutoApprove = on })
 	return e.SessionView(ctx, sid)
 }
 

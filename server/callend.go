@@ -51,7 +51,7 @@ func endCall(tx *store.Tx, row *store.CallRow, o store.Outcome, reason string, n
 func (e *Engine) afterCallsEnded(ended ...endedCall) {
 	for _, c := range ended {
 		if c.toldSession != "" {
-			e.wakeSession(c.toldSession)
+			e.sessions.wake(c.toldSession)
 		}
 		e.waiters.ended(c.id)
 		e.metrics.callEnded(c.status, c.created, e.now())

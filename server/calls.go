@@ -61,20 +61,22 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	}
 
 	now := e.now()
-	e.mu.Lock()
-	s := e.sessions[req.SessionID]
-	if s == nil {
-		e.mu.Unlock()
+	var (
+		tool                            *toolEntry
+		closing, reachable, autoApprove bool
+	)
+	open := e.sessions.with(req.SessionID, func(s *sessionState) {
+		closing = s.closing > 0
+		tool = s.tools[req.Tool]
+		reachable = s.reachable(now, e.cfg)
+		autoApprove = s.row.AutoApprove
+	})
+	if !open {
 		return nil, false, e.missingSession(ctx, req.SessionID)
 	}
-	if s.closing > 0 {
-		e.mu.Unlock()
+	if closing {
 		return nil, false, toolgate.Errorf(toolgate.ENotFound, "session %s is being closed", req.SessionID)
 	}
-	tool := s.tools[req.Tool]
-	reachable := s.reachable(now, e.cfg)
-	autoApprove := s.row.AutoApprove
-	e.mu.Unlock()
 	if tool == nil {
 		return nil, false, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", req.SessionID, req.Tool)
 	}
@@ -109,16 +111,13 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 // stored (when wake) and reports true, unless the session is being closed
 // or is gone.
 func (e *Engine) wakeUnlessClosing(sid string, wake bool) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.sessions[sid]
-	if s == nil || s.closing > 0 {
-		return false
-	}
-	if wake {
-		s.wakeLocked()
-	}
-	return true
+	open := false
+	e.sessions.with(sid, func(s *sessionState) {
+		if open = s.closing == 0; open && wake {
+			s.wakeLocked()
+		}
+	})
+	return open
 }
 
 // endIfSessionClosed settles a call stored while its session was being
@@ -154,7 +153,7 @@ func (e *Engine) endIfSessionClosed(ctx context.Context, row *store.CallRow) (*t
 		e.afterCallsEnded(*ended)
 		e.log.Debug("call cancelled: its session closed as it was stored", "call", row.ID, "session", sid)
 	} else if row.Status == string(toolgate.StatusPending) {
-		e.wakeSession(sid) // the session may still be open
+		e.sessions.wake(sid) // the session may still be open
 	}
 	call, err := e.GetCall(ctx, row.ID)
 	return call, true, err

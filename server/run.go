@@ -62,7 +62,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s := &Server{Config: cfg, Store: st, Engine: eng, Agent: agent, log: log, listener: ln, cancel: cancel}
 	api := handlers.New(handlers.Options{
-		Engine:         handlerEngine{eng},
+		Engine:         eng,
 		Mount:          handlers.MountAgent(agent),
 		Metrics:        eng.MetricsHandler(),
 		AllowedOrigins: cfg.AllowedOrigins,
