@@ -75,14 +75,25 @@ func (q *deadlineQueue) due() ([]string, time.Duration) {
 	return ids, q.h[0].at.Sub(now)
 }
 
+// tick is one step of the queue: it expires the calls whose deadlines have
+// come and returns how many entries it took and how long until the next
+// one. The loop (run) calls it; tests may call it to drive the queue
+// without waiting.
+func (q *deadlineQueue) tick() (taken int, wait time.Duration) {
+	ids, wait := q.due()
+	if len(ids) > 0 {
+		q.expire(ids)
+	}
+	return len(ids), wait
+}
+
 // run expires calls as their deadlines pass, until stop closes.
 func (q *deadlineQueue) run(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		ids, wait := q.due()
-		if len(ids) > 0 {
-			q.expire(ids)
+		taken, wait := q.tick()
+		if taken > 0 {
 			continue
 		}
 		timer.Reset(wait)
