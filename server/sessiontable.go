@@ -55,22 +55,20 @@ func (t *sessionTable) remove(sid string) bool {
 // with runs fn on open session sid; false, and fn not run, when there is
 // none.
 func (t *sessionTable) with(sid string, fn func(s *sessionState)) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.byID[sid]
-	if s == nil {
-		return false
-	}
-	fn(s)
-	return true
+	return t.find(t.byID, sid, fn)
 }
 
 // withToken runs fn on the open session whose token has the hash; false,
 // and fn not run, when there is none.
 func (t *sessionTable) withToken(hash string, fn func(s *sessionState)) bool {
+	return t.find(t.byToken, hash, fn)
+}
+
+// find runs fn on the session under key in one of the table's maps.
+func (t *sessionTable) find(in map[string]*sessionState, key string, fn func(s *sessionState)) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.byToken[hash]
+	s := in[key]
 	if s == nil {
 		return false
 	}

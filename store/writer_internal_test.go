@@ -91,6 +91,16 @@ func TestWritesKeepSubmissionOrder(t *testing.T) {
 	wg.Wait()
 }
 
+// holdWriter keeps the writer busy until release is called, so that the
+// operations submitted meanwhile queue up, in the order submitted, and
+// share its next batch.
+func holdWriter(s *Store) (release func()) {
+	running, held := make(chan struct{}), make(chan struct{})
+	go s.Write(context.Background(), func(tx *Tx) error { close(running); <-held; return nil })
+	<-running
+	return func() { close(held) }
+}
+
 // TestBrokenTransactionFailsTheBatch: when the batch is run again on
 // savepoints (one operation failed) and an operation breaks the transaction
 // itself — here by rolling all of it back — every operation of the batch
@@ -98,11 +108,9 @@ func TestWritesKeepSubmissionOrder(t *testing.T) {
 func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
-	// Hold the writer so that the three operations below queue up and
-	// share the next batch, in this order.
-	running, release := make(chan struct{}), make(chan struct{})
-	go s.Write(ctx, func(tx *Tx) error { close(running); <-release; return nil })
-	<-running
+	// The three operations below queue up and share the next batch, in
+	// this order.
+	release := holdWriter(s)
 	ops := []func(tx *Tx) error{
 		func(tx *Tx) error { return tx.PutSetting("a", "1") },
 		func(tx *Tx) error { return errors.New("refused") },
@@ -117,7 +125,7 @@ func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(release)
+	release()
 	for i, op := range queued {
 		if err := <-op.result; err == nil {
 			t.Errorf("operation %d succeeded in a broken transaction", i)
@@ -138,11 +146,8 @@ func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 func TestWriteValueReturnsTheCommittedRun(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
-	// Hold the writer so that the two operations below share the next
-	// batch, the value's first.
-	running, release := make(chan struct{}), make(chan struct{})
-	go s.Write(ctx, func(tx *Tx) error { close(running); <-release; return nil })
-	<-running
+	// The two operations below share the next batch, the value's first.
+	release := holdWriter(s)
 	runs := 0
 	type result struct {
 		value int
@@ -163,7 +168,7 @@ func TestWriteValueReturnsTheCommittedRun(t *testing.T) {
 	if err := s.submit(ctx, failing); err != nil {
 		t.Fatal(err)
 	}
-	close(release)
+	release()
 	if err := <-failing.result; err == nil {
 		t.Fatal("the failing operation succeeded")
 	}
