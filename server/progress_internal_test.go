@@ -12,13 +12,13 @@ import (
 // engine itself (not only through its HTTP handlers) reaches those watching
 // the call, compacted as stored; a watcher that stopped gets nothing.
 func TestReportProgressTellsWatchers(t *testing.T) {
-	srv, sid := serveWithTool(t, nil, "slow")
-	e := srv.Engine
 	ctx := context.Background()
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow", Args: json.RawMessage(`{}`)}, "")
+	srv, sid := serveWithTool(t, nil, "slow")
+	call, err := srv.Engine.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	e := srv.Engine
 	updates, stop := e.progress.watch(call.ID)
 	defer stop()
 	stopped, stopEarly := e.progress.watch(call.ID)
@@ -39,38 +39,5 @@ func TestReportProgressTellsWatchers(t *testing.T) {
 	case p := <-stopped:
 		t.Errorf("a stopped watcher got %s", p)
 	default:
-	}
-}
-
-// TestCallWaitersWakeOnEnd: the waiters of a call share one channel,
-// closed when the call ends; a call known open stays so until it ends or
-// its insert fails; a released waiter leaves nothing behind.
-func TestCallWaitersWakeOnEnd(t *testing.T) {
-	w := newCallWaiters()
-	w.opened("a")
-	first, open := w.wait("a")
-	second, _ := w.wait("a")
-	if !open || first != second {
-		t.Fatalf("wait on an open call: open=%v, shared channel=%v", open, first == second)
-	}
-	w.ended("a")
-	select {
-	case <-first:
-	default:
-		t.Fatal("the end of the call did not wake its waiters")
-	}
-	if _, open := w.wait("a"); open {
-		t.Error("an ended call is still known open")
-	}
-	w.opened("b")
-	w.notStored("b")
-	ch, open := w.wait("b")
-	if open {
-		t.Error("a call whose insert failed is known open")
-	}
-	w.release("b", ch)
-	w.release("a", nil) // not a waiter of a's current channel: changes nothing
-	if n := len(w.waiting); n != 1 {
-		t.Errorf("%d calls waited on, want only a's waiter left", n)
 	}
 }
