@@ -74,7 +74,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.Agent = agent
 	s.api = handlers.New(handlers.Options{
-		Engine:         handlerEngine{eng},
+		Engine:         eng,
 		Mount:          handlers.MountAgent(agent),
 		Metrics:        eng.MetricsHandler(),
 		AllowedOrigins: cfg.AllowedOrigins,
