@@ -31,7 +31,7 @@ type Runner struct {
 	Registry *Registry
 	Model    Model // nil when no model is configured
 	Store    RunStore
-	Log      *slog.Logger
+	Log      *slog.Logger // failures no caller sees; nil discards them
 }
 
 // ErrNoModel is returned by Start when no model is configured.
@@ -299,11 +299,14 @@ func (r *Runner) fail(ctx context.Context, run *toolgate.Run, code, message stri
 	emit(Event{Type: EventRunFailed, RunID: run.ID, Error: e, Run: summary(run)})
 }
 
+// discardLog is the logger of a Runner given none.
+var discardLog = slog.New(slog.DiscardHandler)
+
 func (r *Runner) log() *slog.Logger {
 	if r.Log != nil {
 		return r.Log
 	}
-	return slog.Default()
+	return discardLog
 }
 
 // summary is the run without its messages and calls, for events.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -46,9 +45,8 @@ func StatusOf(code string) int {
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		slog.Debug("write reply", "err", err)
-	}
+	// An error here means the client has gone; there is no one to tell.
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // WriteError writes err as the protocol's error body. Errors that are not

@@ -76,7 +76,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		return nil, err
 	}
 	if log == nil {
-		log = slog.Default()
+		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{
 		cfg:      cfg,

@@ -58,7 +58,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	st, err := store.Open(cfg.DBPath)
+	st, err := store.Open(cfg.DBPath, log)
 	if err != nil {
 		return fail(err)
 	}

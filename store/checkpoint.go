@@ -1,7 +1,6 @@
 package store
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -52,22 +51,22 @@ func (s *Store) runCheckpoints() {
 	for {
 		select {
 		case <-s.stopCheckpoints:
-			checkpoint(s.checkpointer, "TRUNCATE")
+			s.checkpoint("TRUNCATE")
 			return
 		case <-t.C:
-			if frames := checkpoint(s.checkpointer, "PASSIVE"); frames <= walLimitFrames {
+			if frames := s.checkpoint("PASSIVE"); frames <= walLimitFrames {
 				continue
 			}
 			done := make(chan struct{})
 			quiet := func() {
-				checkpoint(s.checkpointer, "PASSIVE")
+				s.checkpoint("PASSIVE")
 				close(done)
 			}
 			select {
 			case s.quietCheckpoints <- quiet:
 				<-done
 			case <-s.stopCheckpoints:
-				checkpoint(s.checkpointer, "TRUNCATE")
+				s.checkpoint("TRUNCATE")
 				return
 			}
 		}
@@ -76,10 +75,10 @@ func (s *Store) runCheckpoints() {
 
 // checkpoint runs one checkpoint in mode and returns how many frames the
 // WAL holds (0 when that is not known).
-func checkpoint(db *sqlx.DB, mode string) (frames int) {
+func (s *Store) checkpoint(mode string) (frames int) {
 	var busy, copied int
-	if err := db.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &copied); err != nil {
-		slog.Warn("store: wal checkpoint", "mode", mode, "err", err)
+	if err := s.checkpointer.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &copied); err != nil {
+		s.log.Warn("store: wal checkpoint", "mode", mode, "err", err)
 		return 0
 	}
 	return frames

@@ -19,7 +19,7 @@ func TestWALStaysBounded(t *testing.T) {
 	walLimitFrames, checkpointInterval = 200, 20*time.Millisecond
 	defer func() { walLimitFrames, checkpointInterval = savedLimit, savedInterval }()
 	path := filepath.Join(t.TempDir(), "wal.db")
-	st, err := Open(path)
+	st, err := Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

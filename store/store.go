@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,10 @@ type Store struct {
 	// goroutine's alone.
 	openRows openRows
 
+	// log receives what the writer and the checkpointer cannot return to
+	// anyone: failed background writes, panics, failed checkpoints.
+	log *slog.Logger
+
 	transactions atomic.Int64
 	operations   atomic.Int64
 
@@ -72,7 +77,10 @@ func dsn(path string, readOnly bool) string {
 
 // Open opens (creating if needed) the database at path, applies pending
 // migrations and starts the writer.
-func Open(path string) (*Store, error) {
+func Open(path string, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("store: database path %q must not contain '?' or '#'", path)
 	}
@@ -122,6 +130,7 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
+		log:       log,
 		writer:    writer,
 		writeConn: writeConn,
 		readers:   readers,

@@ -22,7 +22,7 @@ import (
 func openStore(t testing.TB) (*store.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "toolgate.db")
-	st, err := store.Open(path)
+	st, err := store.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err := st.Write(ctx, func(tx *store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("write after close: %v", err)
 	}
-	again, err := store.Open(path)
+	again, err := store.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestEventsAfterSkipsEndedRequests(t *testing.T) {
 	}
 	check(st, "memory tail")
 	st.Close()
-	reopened, err := store.Open(path)
+	reopened, err := store.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestRememberedFinalMatchesTable(t *testing.T) {
 		memory[id] = string(b)
 	}
 
-	st, err := store.Open(path)
+	st, err := store.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestRememberedFinalMatchesTable(t *testing.T) {
 		remember(st, id+"-approved")
 	}
 	st.Close()
-	st, err = store.Open(path)
+	st, err = store.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestRememberedFinalMatchesTable(t *testing.T) {
 		remember(st, id+"-restarted")
 	}
 	st.Close()
-	reopened, err := store.Open(path)
+	reopened, err := store.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func TestUpgradeKeepsRateLimitCounts(t *testing.T) {
 	mustExec(insertOld, "d", nil, "current_time", recent)
 	db.Close()
 
-	st, err := store.Open(path)
+	st, err := store.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,7 +176,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			if op.result != nil {
 				op.result <- err
 			} else if err != nil {
-				slog.Error("store: background write failed", "err", err)
+				s.log.Error("store: background write failed", "err", err)
 			}
 		}
 	}
@@ -196,7 +196,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 	failed := -1
 	for i, op := range batch {
 		mark := tx.changes.len()
-		errs[i] = runOp(op, tx)
+		errs[i] = runOp(op, tx, s.log)
 		if r, ok := errs[i].(refusal); ok {
 			errs[i] = r.err // nothing written: nothing to undo
 			tx.changes.truncate(mark)
@@ -228,7 +228,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			continue
 		}
 		mark := tx.changes.len()
-		errs[i] = runOp(op, tx)
+		errs[i] = runOp(op, tx, s.log)
 		if r, ok := errs[i].(refusal); ok {
 			errs[i] = r.err
 		}
@@ -299,10 +299,10 @@ func (r refusal) Unwrap() error { return r.err }
 
 // runOp runs one operation, turning a panic into an error so that one bad
 // operation cannot take the writer down.
-func runOp(op *writeOp, tx *Tx) (err error) {
+func runOp(op *writeOp, tx *Tx, log *slog.Logger) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			slog.Error("store: write operation panicked", "panic", r)
+			log.Error("store: write operation panicked", "panic", r)
 			err = errPanic
 		}
 	}()

@@ -15,7 +15,7 @@ import (
 // openTestStore opens a store on a new file, closed when the test ends.
 func openTestStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "toolgate.db"))
+	s, err := Open(filepath.Join(t.TempDir(), "toolgate.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
