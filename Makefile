@@ -10,9 +10,13 @@ run:
 build:
 	$(GO) build -o bin/toolgate ./cmd/toolgate
 
+# staticcheck 2026.2.2 (module v0.8.2), run from the Go module proxy (no install step).
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...

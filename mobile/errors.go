@@ -82,8 +82,3 @@ func (e *APIError) Error() string {
 func (e *APIError) sessionLost() bool {
 	return e.Status == 401 || e.Status == 403 || e.Status == 404 || e.Status == 410
 }
-
-// retryable reports whether the same request may succeed later.
-func (e *APIError) retryable() bool {
-	return e.Status == 408 || e.Status == 429 || e.Status >= 500
-}
