@@ -10,10 +10,12 @@ import (
 // markDelay is how long "delivered" marks wait before they are written.
 // A client usually answers well within it, and then its answer's own write
 // records the delivery: one write per call fewer on the single writer. It
-// must outlast a call's round trip under load (about 10 ms with 64 busy
-// clients on two cores; 5 ms was too short exactly then), and it is how
-// long the status may still read "pending" after the event went out; the
-// delivery time recorded is when it went out.
+// must outlast a call's round trip under load, with room to spare: a
+// shorter one had the marks written by writes of their own exactly when
+// the gateway was busiest (the figures are in BENCHMARKS.md, "Figures
+// behind design choices in the code"). It is also how long the status may
+// still read "pending" after the event went out; the delivery time
+// recorded is when it went out.
 const markDelay = 100 * time.Millisecond
 
 // deliveryMarks holds the deliveries of calls written to their clients and

@@ -13,16 +13,18 @@ import (
 // schemaCache shares compiled argument schemas among the tools whose
 // parameters are the same bytes (registration stores them compacted). The
 // clients of one app register the same tools, and each compiled schema
-// costs 50–90 µs to compile and about 2 KB to keep: shared, a gateway holding
+// costs a compile and some heap to keep (the figures are in BENCHMARKS.md,
+// "Figures behind design choices in the code"): shared, a gateway holding
 // thousands of such sessions compiles a schema once — at start-up, where
 // it loads every session's tools, too — and keeps it once.
 //
 // The cache holds its schemas weakly: once no tool uses a schema it is
 // collected and its entry removed, so what clients register never grows
 // the cache beyond the schemas their tools hold anyway (the map itself
-// keeps the size it reached, some 50 bytes an entry). A client can tell
-// from how fast a registration is whether a tool of another session has
-// the very same parameters; the parameters themselves are not told.
+// keeps the size it reached, a key and a weak pointer an entry). A client
+// can tell from how fast a registration is whether a tool of another
+// session has the very same parameters; the parameters themselves are not
+// told.
 type schemaCache struct {
 	mu      sync.Mutex
 	schemas map[[sha256.Size]byte]weak.Pointer[jsonschema.Schema]

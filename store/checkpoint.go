@@ -35,12 +35,13 @@ func openCheckpointer(path string) (*sqlx.DB, error) {
 // without blocking anyone, but the log starts again from its beginning
 // only when a checkpoint has caught up with the last commit before the
 // next commit begins — which, while commits follow each other without a
-// pause, never happens: under the benchmark's load the WAL grew by tens of
-// megabytes a second, without end. When it passes this many frames, the
-// next checkpoint runs on the writer's goroutine between two batches, so
-// that no commit lands while it runs and the commit after it restarts the
-// log; the writer pauses for that one checkpoint. (The WAL can still grow
-// by what is written in one checkpointInterval past the limit.)
+// pause, never happens: under the benchmark's load the WAL grew fast and
+// without end (BENCHMARKS.md, "Figures behind design choices in the
+// code"). When it passes this many frames, the next checkpoint runs on the
+// writer's goroutine between two batches, so that no commit lands while it
+// runs and the commit after it restarts the log; the writer pauses for
+// that one checkpoint. (The WAL can still grow by what is written in one
+// checkpointInterval past the limit.)
 var walLimitFrames = 16384 // 64 MiB of 4 KiB pages
 
 // runCheckpoints checkpoints until stop closes, then once more.

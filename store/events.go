@@ -16,7 +16,8 @@ var (
 	qLastEventSeq = query(`SELECT MAX(seq) FROM events WHERE session_id = ?`)
 	// From the session's requests to their calls, not the other way: the
 	// events table has no index on call_id, and going from calls to events
-	// scanned it once per open call (minutes for 10,000 open calls).
+	// scanned it once per open call, which made recovering many open calls
+	// slow (BENCHMARKS.md, "Figures behind design choices in the code").
 	qOpenRequests = query(`SELECT e.seq, c.id, c.tool, c.args, c.deadline, c.attempts
 		FROM events e JOIN calls c ON c.id = e.call_id
 		WHERE e.session_id = ? AND e.type = 'tool_call_request'

@@ -11,7 +11,8 @@ import (
 // The writer's transactions are run by prepared statements on its own
 // connection rather than database/sql's Tx, which parses BEGIN and COMMIT
 // again for every transaction and starts a goroutine to watch each one's
-// context: about half the cost of the smallest transaction.
+// context: a large part of the cost of the smallest transaction (the
+// figure is in BENCHMARKS.md, "Figures behind design choices in the code").
 var (
 	qBegin    = query(`BEGIN IMMEDIATE`) // the write lock up front: no SQLITE_BUSY half-way
 	qCommit   = query(`COMMIT`)
