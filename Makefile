@@ -29,7 +29,7 @@ SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 race:
 	@command -v gcc >/dev/null 2>&1 || { echo "race: installing gcc with apt-get"; \
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./mobile ./agentloop ./cmd/toolgate
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./handlers ./mobile ./agentloop ./cmd/toolgate
 
 # End-to-end tests of the browser SDK and page in Debian's Chromium, behind nginx.
 e2e:
