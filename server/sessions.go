@@ -26,6 +26,7 @@ type sessionState struct {
 
 	listeners map[*listener]struct{}
 	done      chan struct{} // closed when the session closes
+	endReason string        // "closed" or "expired", set before done is closed
 	// closing counts the closes in progress, each counted before it is
 	// written: no call is taken for the session meanwhile, and a call
 	// stored too late for the close to cancel it is cancelled by its own
@@ -279,7 +280,7 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 		}
 		return nil // already closed: closing again changes nothing
 	}
-	e.sessions.remove(sid)
+	e.sessions.remove(sid, reason)
 	e.afterCallsEnded(closed.ended...)
 	e.log.Debug("session "+reason, "session", sid, "cancelled_calls", len(closed.ended))
 	return nil
