@@ -45,9 +45,11 @@ const (
 
 // notifyFor is the notify of member m's listener: mark m's log grown and
 // wake the stream.
-func (s *eventStream) notifyFor(m *member) func() {
-	return notifier(m, func() { s.wake() })
-}
+func (s *eventStream) notifyFor(m *member) func() { return notifier(m, s.wakeUp) }
+
+// wakeUp calls the stream's wake (set by whoever serves it, possibly after
+// its listeners were registered).
+func (s *eventStream) wakeUp() { s.wake() }
 
 // notifier is the notify of member m's listener: mark m's log grown and
 // call wake (which must not block).

@@ -47,7 +47,7 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 		if f.holds(e.SessionID) {
 			continue // listed twice: once is enough
 		}
-		m, err := h.admitPoll(r, e, notify)
+		m, err := h.admit(r.Context(), e, false, notify)
 		if err != nil {
 			refused = append(refused, refusalOf(r, e.SessionID, err))
 			continue
@@ -81,37 +81,4 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	buf = append(buf, `],"refused":`...)
 	buf = append(buf, refusedJSON...)
 	writePollBody(w, append(buf, "}\n"...))
-}
-
-// admitPoll checks one session of a multi-session poll and listens to it
-// as a held poll, with what the poll returns it first (see firstPolled).
-func (h *multiHandlers) admitPoll(r *http.Request, e sessionEntry, wake func()) (*member, error) {
-	ctx := r.Context()
-	if e.SessionID == "" {
-		return nil, toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
-	}
-	if err := h.auth.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
-		return nil, err
-	}
-	if e.Cursor != nil {
-		if err := h.delivery.CheckCursor(ctx, e.SessionID, *e.Cursor); err != nil {
-			return nil, err
-		}
-	}
-	m := &member{sid: e.SessionID}
-	l, err := h.delivery.ListenFunc(e.SessionID, false, notifier(m, wake))
-	if err != nil {
-		return nil, err
-	}
-	m.l = l
-	var cursor int64
-	if e.Cursor != nil {
-		cursor = *e.Cursor
-	}
-	m.first, m.cursor, err = firstPolled(ctx, h.delivery, e.SessionID, e.Cursor != nil, cursor)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	return m, nil
 }

@@ -147,7 +147,7 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 		if stream.feed.holds(e.SessionID) {
 			continue // listed twice: once is enough
 		}
-		m, err := h.admit(ctx, stream, e)
+		m, err := h.admit(ctx, e, true, stream.wakeUp)
 		if err != nil {
 			ready.Refused = append(ready.Refused, refusalOf(r, e.SessionID, err))
 			continue
@@ -165,27 +165,39 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	takeOver(w, r, hub, hs)
 }
 
-// admit checks one session of a multi-session stream and listens to it,
-// with what the stream sends it first (see firstEvents). The member is
-// not yet on the stream's feed.
-func (h *multiHandlers) admit(ctx context.Context, stream *eventStream, e sessionEntry) (*member, error) {
+// admit checks one session of a multi-session stream (streaming) or poll
+// and listens to it with a notify that marks it and calls wake, with
+// what it gets first: a stream's first events (see firstEvents), or a
+// poll's (see firstPolled). The member is not yet on a feed.
+func (h *multiHandlers) admit(ctx context.Context, e sessionEntry, streaming bool, wake func()) (*member, error) {
 	if e.SessionID == "" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
 	}
 	if err := h.auth.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
 		return nil, err
 	}
+	var cursor int64
+	if e.Cursor != nil {
+		cursor = *e.Cursor
+		// A poll checks its cursor before it listens, as a session's poll
+		// does; a stream's firstEvents checks it after.
+		if !streaming {
+			if err := h.delivery.CheckCursor(ctx, e.SessionID, cursor); err != nil {
+				return nil, err
+			}
+		}
+	}
 	m := &member{sid: e.SessionID}
-	l, err := h.delivery.ListenFunc(e.SessionID, true, stream.notifyFor(m))
+	l, err := h.delivery.ListenFunc(e.SessionID, streaming, notifier(m, wake))
 	if err != nil {
 		return nil, err
 	}
 	m.l = l
-	var cursor int64
-	if e.Cursor != nil {
-		cursor = *e.Cursor
+	if streaming {
+		m.first, m.cursor, err = firstEvents(ctx, h.delivery, e.SessionID, e.Cursor != nil, cursor)
+	} else {
+		m.first, m.cursor, err = firstPolled(ctx, h.delivery, e.SessionID, e.Cursor != nil, cursor)
 	}
-	m.first, m.cursor, err = firstEvents(ctx, h.delivery, e.SessionID, e.Cursor != nil, cursor)
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -230,7 +242,7 @@ func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) err
 	if stream.feed.size() >= h.maxSessions {
 		return full
 	}
-	m, err := h.admit(ctx, stream, e)
+	m, err := h.admit(ctx, e, true, stream.wakeUp)
 	if err != nil {
 		return err
 	}

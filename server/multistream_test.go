@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -39,24 +38,21 @@ func (g *gateway) openMulti(entries ...map[string]any) (*stream, sseEvent) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", g.URL+"/v1/streams", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		g.t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		cancel()
-		g.t.Fatalf("POST /v1/streams: status %d: %s", resp.StatusCode, b)
-	}
-	st := &stream{t: g.t, resp: resp, events: make(chan sseEvent, 256), cancel: cancel, Header: resp.Header}
-	go st.read()
-	g.t.Cleanup(st.Close)
+	st := g.readStream(req, cancel)
 	ready := st.next()
 	if ready.Event != "ready" {
 		g.t.Fatalf("a multi-session stream opened with %+v", ready)
 	}
 	return st, ready
+}
+
+// twoSessions creates sessions a and b, each with the echo tool.
+func (g *gateway) twoSessions() (a, b session) {
+	g.t.Helper()
+	a, b = g.newSession("a"), g.newSession("b")
+	g.register(a, echoTool)
+	g.register(b, echoTool)
+	return a, b
 }
 
 // seqOf is the cursor in a multi-session event's id "<sid>:<seq>",
@@ -108,9 +104,7 @@ func (g *gateway) multiPoll(waitMS int, entries ...map[string]any) pollReply {
 
 func TestMultiStreamCursorsPerSession(t *testing.T) {
 	g := startGateway(t, nil)
-	a, b := g.newSession("a"), g.newSession("b")
-	g.register(a, echoTool)
-	g.register(b, echoTool)
+	a, b := g.twoSessions()
 	st, ready := g.openMulti(entry(a, -1), entry(b, -1))
 	if got := ready.Data["sessions"]; len(got.([]any)) != 2 || !strings.HasPrefix(ready.Data["stream_id"].(string), "st_") {
 		t.Fatalf("ready %s", ready.Raw)
@@ -179,9 +173,7 @@ func TestMultiStreamCursorsPerSession(t *testing.T) {
 
 func TestMultiStreamJoinAndLeave(t *testing.T) {
 	g := startGateway(t, nil)
-	a, b := g.newSession("a"), g.newSession("b")
-	g.register(a, echoTool)
-	g.register(b, echoTool)
+	a, b := g.twoSessions()
 	online := func(s session) bool {
 		var view struct {
 			Online bool `json:"online"`
@@ -306,9 +298,7 @@ func TestMultiStreamRefusesOneDisturbsNone(t *testing.T) {
 
 func TestMultiStreamSessionCloses(t *testing.T) {
 	g := startGateway(t, nil)
-	a, b := g.newSession("a"), g.newSession("b")
-	g.register(a, echoTool)
-	g.register(b, echoTool)
+	a, b := g.twoSessions()
 	st, _ := g.openMulti(entry(a, -1), entry(b, -1))
 	c := g.startCall(a, "echo", map[string]any{"text": "x"}, 60_000)
 	callOf(t, st.next(), a)
@@ -375,9 +365,7 @@ func TestMultiStreamResumesAfterKill(t *testing.T) {
 	}
 	proc := gatewaytest.Start(t, "--agent-key", testAgentKey)
 	g := &gateway{t: t, URL: proc.URL}
-	a, b := g.newSession("a"), g.newSession("b")
-	g.register(a, echoTool)
-	g.register(b, echoTool)
+	a, b := g.twoSessions()
 	st, _ := g.openMulti(entry(a, -1), entry(b, -1))
 	open := map[string][]string{}
 	cursors := map[string]int64{}
