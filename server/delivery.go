@@ -30,6 +30,17 @@ func (l *listener) Wake() <-chan struct{} { return l.wake }
 // Done implements handlers.Listener.
 func (l *listener) Done() <-chan struct{} { return l.s.done }
 
+// EndReason implements handlers.Listener: why the session ended, once
+// Done is closed ("" before, and when it closed at shutdown).
+func (l *listener) EndReason() string {
+	select {
+	case <-l.s.done:
+		return l.s.endReason // written before done was closed
+	default:
+		return ""
+	}
+}
+
 // Close implements handlers.Listener: the stream or poll has ended.
 func (l *listener) Close() {
 	e := l.e
@@ -57,13 +68,14 @@ func (e *Engine) Listen(sid string, streaming bool) (handlers.Listener, error) {
 	return e.listen(sid, streaming, nil)
 }
 
-// ListenFunc registers a stream of session sid that is told of new events,
-// and of the session's end, by a call of notify instead of a channel, so
-// that an idle stream needs no goroutine waiting on it. notify is called
-// with the session table's lock held: it must only schedule work, never block or
-// call back into the engine.
-func (e *Engine) ListenFunc(sid string, notify func()) (handlers.Listener, error) {
-	return e.listen(sid, true, notify)
+// ListenFunc registers a stream (streaming) or a held poll of session sid
+// that is told of new events, and of the session's end, by a call of
+// notify instead of a channel, so that an idle stream needs no goroutine
+// waiting on it, and one goroutine can serve many sessions. notify is
+// called with the session table's lock held: it must only schedule work,
+// never block or call back into the engine.
+func (e *Engine) ListenFunc(sid string, streaming bool, notify func()) (handlers.Listener, error) {
+	return e.listen(sid, streaming, notify)
 }
 
 func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Listener, error) {

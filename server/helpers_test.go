@@ -190,6 +190,13 @@ func (g *gateway) openStream(s session, lastEventID string) *stream {
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
+	return g.readStream(req, cancel)
+}
+
+// readStream sends req, which cancel ends, and reads its reply as a
+// stream, failing unless it is 200.
+func (g *gateway) readStream(req *http.Request, cancel context.CancelFunc) *stream {
+	g.t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		cancel()
@@ -198,7 +205,7 @@ func (g *gateway) openStream(s session, lastEventID string) *stream {
 	if resp.StatusCode != 200 {
 		body, _ := io.ReadAll(resp.Body)
 		cancel()
-		g.t.Fatalf("stream: status %d: %s", resp.StatusCode, body)
+		g.t.Fatalf("%s %s: status %d: %s", req.Method, req.URL.Path, resp.StatusCode, body)
 	}
 	st := &stream{t: g.t, resp: resp, events: make(chan sseEvent, 256), cancel: cancel, Header: resp.Header}
 	go st.read()

@@ -84,6 +84,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		MaxPollWait:    cfg.MaxPollWait,
 		MaxCallWait:    cfg.MaxTimeout,
 		Log:            log,
+
+		MaxStreamSessions: cfg.MaxStreamSessions,
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -36,9 +36,10 @@ func (t *sessionTable) add(s *sessionState) {
 }
 
 // remove takes a session whose close has committed out of the table,
-// wakes its streams and polls a last time and ends them. It reports
-// whether the session was in the table.
-func (t *sessionTable) remove(sid string) bool {
+// wakes its streams and polls a last time and ends them, telling them why
+// it closed (reason, "closed" or "expired"). It reports whether the
+// session was in the table.
+func (t *sessionTable) remove(sid, reason string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.byID[sid]
@@ -47,6 +48,7 @@ func (t *sessionTable) remove(sid string) bool {
 	}
 	delete(t.byID, sid)
 	delete(t.byToken, s.row.TokenHash)
+	s.endReason = reason
 	s.wakeLocked()
 	s.closeListeners()
 	return true
