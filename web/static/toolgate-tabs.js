@@ -102,6 +102,15 @@ export class TabCoordinator {
     page?.addEventListener("resume", () => this.#onPageBack());
   }
 
+  /** Stops taking part: lets go of the lock and closes the channel (tests; a page simply goes). */
+  dispose() {
+    this.#members.clear();
+    this.#resign();
+    this.#stopWatchdog();
+    this.#channel.close();
+    if (coordinators.get(this.#opts.baseUrl) === this) coordinators.delete(this.#opts.baseUrl);
+  }
+
   /** Whether this page leads now. */
   get leading() {
     return this.#lead !== null;
