@@ -195,7 +195,16 @@ export class MultiSessionConnection {
         }
         return;
       case "session_left":
-        if (s && ev.reason !== "left") this.#refuse(s.sessionId, sessionEnded(ev.reason));
+        if (!s) return;
+        if (ev.reason !== "left") {
+          this.#refuse(s.sessionId, sessionEnded(ev.reason));
+        } else if (s.joinedOn === conn) {
+          // Left, yet carried: a tab's leave (a reload) crossed the next page's
+          // join of the same session, and the gateway took them the other way round.
+          s.joinedOn = null;
+          this.#opts.changed();
+          this.#join(s);
+        }
         return;
       default:
         if (!s) return; // a session no longer carried (its leave is on the way)

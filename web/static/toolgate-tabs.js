@@ -80,6 +80,8 @@ export class TabCoordinator {
   #watchdog = null;
   #hidden = false;
   #frozen = false;
+  /** Set when the lock cannot be had here: members are told to connect on their own. */
+  #broken = false;
   /** Each member's last status given, so a member hears only changes. */
   #statusGiven = new Map();
 
@@ -121,6 +123,10 @@ export class TabCoordinator {
    * @returns {{detach: () => void}}
    */
   attach(member) {
+    if (this.#broken) {
+      queueMicrotask(() => member.onRefused(new ToolgateError("SHARING_UNAVAILABLE", "The tabs cannot share a connection here")));
+      return { detach: () => {} };
+    }
     this.#members.set(member.sessionId, member);
     this.#statusGiven.delete(member);
     this.#announce(member, member.cursor());
@@ -145,7 +151,7 @@ export class TabCoordinator {
   // --- the lock -------------------------------------------------------------------
 
   get #wantsToLead() {
-    return this.#members.size > 0 && !this.#hidden && !this.#frozen;
+    return !this.#broken && this.#members.size > 0 && !this.#hidden && !this.#frozen;
   }
 
   /** Asks for the leader's lock (waiting in line) unless asked already. */
@@ -171,7 +177,12 @@ export class TabCoordinator {
       granted = Promise.reject(new Error("no lock"));
     }
     granted
-      .catch(() => {}) // a wait given up, or the lock stolen by a page that found this one silent
+      .catch((error) => {
+        // A wait given up, or the lock stolen by a page that found this one
+        // silent, is an AbortError; anything else (a SecurityError in an
+        // opaque origin) means this page cannot take part.
+        if (error?.name !== "AbortError" && !request.release) this.#unavailable(error);
+      })
       .finally(() => {
         if (this.#lead?.request === request) this.#stopLeading();
         if (this.#request === request) {
@@ -179,6 +190,13 @@ export class TabCoordinator {
           this.#campaign();
         }
       });
+  }
+
+  /** Tells every member to use a connection of its own: the lock cannot be had here. */
+  #unavailable(cause) {
+    this.#broken = true;
+    const error = new ToolgateError("SHARING_UNAVAILABLE", `The tabs cannot share a connection here: ${cause?.message ?? cause}`, { cause });
+    for (const member of [...this.#members.values()]) member.onRefused(error);
   }
 
   /** Lets go of the lock, or of the place in line for it. */

@@ -377,6 +377,10 @@ export class ToolgateClient extends EventTarget {
         if (this.#opts.transport === "auto" && mode === "poll") mode = "sse";
       } catch (err) {
         if (signal.aborted) return;
+        if (err?.code === "SHARING_UNAVAILABLE") {
+          this.#shared = false;
+          continue;
+        }
         if (isSessionGone(err)) {
           this.#dropSession(err);
           continue;
@@ -739,7 +743,8 @@ export class ToolgateClient extends EventTarget {
 
 /** Whether an error means the session no longer exists or its token is refused. */
 function isSessionGone(err) {
-  return err instanceof ToolgateError && (err.code === "UNAUTHENTICATED" || err.code === "NOT_FOUND") && !err.fatal;
+  // UNAUTHORIZED: the multi-session endpoints' refusal of a bad token, as the spec of issue 12 words it.
+  return err instanceof ToolgateError && ["UNAUTHENTICATED", "UNAUTHORIZED", "NOT_FOUND"].includes(err.code) && !err.fatal;
 }
 
 function deferred() {
