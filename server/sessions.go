@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -111,10 +113,19 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 	metadata := "{}"
 	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
 		var obj map[string]any
-		if err := json.Unmarshal(req.Metadata, &obj); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(req.Metadata))
+		dec.UseNumber() // numbers re-encoded as they came
+		if err := dec.Decode(&obj); err != nil {
 			return nil, toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
 		}
 		metadata = compactJSON(req.Metadata)
+		if dropSecrets(obj, e.agentKey) {
+			b, err := json.Marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			metadata = string(b)
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -372,4 +383,38 @@ func (e *Engine) Sweep(ctx context.Context) {
 	} else if pruned > 0 {
 		e.log.Debug("pruned events", "count", pruned)
 	}
+}
+
+// dropSecrets removes from client metadata, at any depth, every member
+// named agent_key (in any case) and every string that holds the agent
+// key (a page's URL with the key in its fragment, say), so that the agent
+// key is never stored with a session nor shown by GET /v1/sessions. It
+// reports whether it removed anything.
+func dropSecrets(v any, agentKey string) bool {
+	holdsKey := func(v any) bool {
+		s, ok := v.(string)
+		return ok && agentKey != "" && strings.Contains(s, agentKey)
+	}
+	dropped := false
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if strings.EqualFold(k, agentKeySetting) || holdsKey(x) {
+				delete(v, k)
+				dropped = true
+				continue
+			}
+			dropped = dropSecrets(x, agentKey) || dropped
+		}
+	case []any:
+		for i, x := range v {
+			if holdsKey(x) {
+				v[i] = nil // the array keeps its length
+				dropped = true
+				continue
+			}
+			dropped = dropSecrets(x, agentKey) || dropped
+		}
+	}
+	return dropped
 }
