@@ -4,10 +4,15 @@
 // over plain HTTP/1.1 — where a browser opens at most 6 connections to a
 // host — each answer their own calls; closing the oldest tabs (the leader
 // among them) and freezing the leader hand the connection to another tab;
-// behind a buffering nginx every tab falls back to the poll and answers.
+// behind a buffering nginx every tab falls back to the poll and answers; over
+// HTTPS (HTTP/2, a certificate the test makes) 20 tabs answer too.
 // Every test fails on a console error in any tab.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startGateway } from "../lib/gateway.mjs";
 import { startBufferingProxy } from "../lib/nginx.mjs";
 import { launchBrowser, watchConsole } from "../lib/browser.mjs";
@@ -69,9 +74,10 @@ async function connected(tab, transport, timeout = 20000) {
   return tab.sessionId;
 }
 
-/** Calls page_info in every tab at once; asserts each tab answered its own, from its own page. */
-async function everyTabAnswers(tabs, baseUrl, timeoutMs = 15000) {
-  const records = await Promise.all(tabs.map((tab) => gw.call(tab.sessionId, "page_info", {}, { timeout_ms: timeoutMs })));
+/** Calls page_info in every tab at once (through `gateway`); asserts each tab answered its own, from its own page. */
+async function everyTabAnswers(tabs, baseUrl, gateway = gw) {
+  const timeoutMs = 15000;
+  const records = await Promise.all(tabs.map((tab) => gateway.call(tab.sessionId, "page_info", {}, { timeout_ms: timeoutMs })));
   for (const [i, record] of records.entries()) {
     assert.equal(record.status, "completed", `tab ${i}: ${JSON.stringify(record)}`);
     assert.equal(record.output.url, `${baseUrl}/`);
@@ -188,5 +194,46 @@ test("8 tabs behind a buffering nginx: all fall back to the poll and all answer"
   } finally {
     await proxied.close();
     await proxy.stop();
+  }
+});
+
+// --- over HTTPS, HTTP/2 ----------------------------------------------------------------
+
+/** A self-signed certificate for 127.0.0.1, made with openssl in a temp dir; returns the two files. */
+function makeCertificate() {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-tls-"));
+  const cert = join(dir, "cert.pem");
+  const key = join(dir, "key.pem");
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+  ], { stdio: "ignore" });
+  return { cert, key };
+}
+
+test("20 tabs over HTTPS with HTTP/2: 20 sessions, and every tab answers its own page_info", async () => {
+  const { cert, key } = makeCertificate();
+  const tls = await startGateway({ args: ["--tls-cert", cert, "--tls-key", key] });
+  // The test's own calls (Node's fetch) trust the certificate the same way the browser context does.
+  const rejectUnauthorized = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+  process.env.NODE_TLS_REJECT_UNAUTHORIZED = "0";
+  const secure = await browser.newContext({ viewport: { width: 800, height: 600 }, ignoreHTTPSErrors: true });
+  try {
+    assert.match(tls.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const seen = watchEventRequests(secure);
+    const started = Date.now();
+    const twenty = await openTabs(secure, `${tls.url}/`, 20, "sse");
+    console.log(`# 20 tabs over HTTPS connected in ${Date.now() - started} ms`);
+    const protocols = await Promise.all(twenty.map((t) => t.page.evaluate(() => performance.getEntriesByType("navigation")[0].nextHopProtocol)));
+    assert.deepEqual([...new Set(protocols)], ["h2"], "every page came over HTTP/2");
+    assert.equal(new Set(twenty.map((t) => t.sessionId)).size, 20, "20 sessions");
+    assert.equal(streamOpeners(seen).length, 1, "one tab opened the stream");
+    await everyTabAnswers(twenty, tls.url, tls);
+    noProblems(twenty);
+  } finally {
+    await secure.close();
+    await tls.stop();
+    if (rejectUnauthorized === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    else process.env.NODE_TLS_REJECT_UNAUTHORIZED = rejectUnauthorized;
   }
 });
