@@ -15,11 +15,14 @@
 // Open opens the SQLite store, recovers the engine (whose deadline and
 // sweep goroutines start with it), builds the agent loop and the HTTP
 // handler, and resumes the runs and built-in calls a stopped process left
-// open; it binds nothing. Listen binds the address (":0" picks a free port,
-// which URL reports); Serve calls it when it has not been called. Serve
-// starts the stream workers, serves, and when its context ends (or Close
-// is called) ends streams and held polls and lets requests in flight
-// finish within ShutdownTimeout. Close stops serving if need be, then the
+// open; it binds nothing (but a TLS certificate or key that cannot be
+// loaded fails it). Listen binds the address (":0" picks a free port,
+// which URL reports, https:// with a certificate); Serve calls it when it
+// has not been called. Serve serves HTTPS with HTTP/2 when the Config
+// names a certificate and key (TLSCert, TLSKey), plain HTTP/1.1 otherwise.
+// Serve starts the stream workers, serves, and when its context ends (or
+// Close is called) ends streams and held polls and lets requests in
+// flight finish within ShutdownTimeout. Close stops serving if need be, then the
 // engine's goroutines and the agent's runs, commits pending writes and
 // closes the database; it is idempotent, and Open calls it itself when a
 // step fails, so a caller never holds half an open server.
@@ -29,6 +32,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,6 +47,14 @@ type Config struct {
 	AgentKey       string   // caller/admin secret; generated and stored when empty
 	ClientKey      string   // when set, required to create sessions
 	AllowedOrigins []string // CORS origins for browser clients on other origins
+
+	// TLSCert and TLSKey, set together, are the PEM files of the
+	// certificate (its chain, leaf first) and private key the gateway
+	// serves HTTPS with; HTTP/2 is then negotiated with every client that
+	// offers it, so a browser carries all its tabs' requests on one
+	// connection. Both empty serves plain HTTP/1.1.
+	TLSCert string
+	TLSKey  string
 
 	Heartbeat       time.Duration // ping interval on streams
 	PollWait        time.Duration // default hold of a long-poll
@@ -180,5 +192,27 @@ func (c Config) Validate() error {
 	if c.MaxStreamSessions < 1 {
 		errs = append(errs, errors.New("max stream sessions must be at least 1"))
 	}
+	switch {
+	case c.TLSCert != "" && c.TLSKey == "":
+		errs = append(errs, fmt.Errorf("tls cert %q is set without a tls key: set both to serve HTTPS, or neither", c.TLSCert))
+	case c.TLSKey != "" && c.TLSCert == "":
+		errs = append(errs, fmt.Errorf("tls key %q is set without a tls cert: set both to serve HTTPS, or neither", c.TLSKey))
+	}
 	return errors.Join(errs...)
+}
+
+// tlsConfig loads the certificate and key of a gateway that serves HTTPS
+// (nil, nil for plain HTTP), so that an unreadable file or a key that does
+// not belong to the certificate stops the start before anything is opened
+// or bound. HTTP/2 is not named here: net/http offers it (ALPN "h2") on
+// every TLS listener it serves, next to HTTP/1.1.
+func (c Config) tlsConfig() (*tls.Config, error) {
+	if c.TLSCert == "" && c.TLSKey == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("tls cert %q and key %q: %w", c.TLSCert, c.TLSKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,6 +54,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	tlsConfig, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if tlsConfig != nil {
+		warnIfNotValidNow(log, tlsConfig.Certificates[0], cfg.TLSCert, time.Now())
+	}
 	s := &Server{Config: cfg, log: log}
 	fail := func(err error) (*Server, error) {
 		s.Close()
@@ -94,6 +102,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		// With a certificate, Serve serves TLS and net/http negotiates
+		// HTTP/2 or HTTP/1.1 with each client (TLSNextProto and Protocols
+		// are left unset, which keeps HTTP/2 on).
+		TLSConfig: tlsConfig,
 	}
 	// Runs and built-in calls a stopped process left open go on now; a run
 	// waiting on a remote call goes on when its client answers.
@@ -130,6 +142,9 @@ func (s *Server) URL() string {
 	if s.listener == nil {
 		return ""
 	}
+	if s.http.TLSConfig != nil {
+		return "https://" + s.listener.Addr().String()
+	}
 	return "http://" + s.listener.Addr().String()
 }
 
@@ -144,7 +159,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.api.Start()
 	errc := make(chan error, 1)
-	go func() { errc <- s.http.Serve(s.listener) }()
+	go func() {
+		if s.http.TLSConfig != nil {
+			// The certificate is in TLSConfig; ServeTLS adds "h2" and
+			// "http/1.1" to the protocols the handshake offers.
+			errc <- s.http.ServeTLS(s.listener, "", "")
+			return
+		}
+		errc <- s.http.Serve(s.listener)
+	}()
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -201,6 +224,20 @@ func (s *Server) Close() error {
 		s.closeErr = err
 	})
 	return s.closeErr
+}
+
+// warnIfNotValidNow logs a warning when the certificate served is expired
+// or not valid yet: the gateway serves it all the same (a renewed file is
+// taken at the next start), but clients will refuse it.
+func warnIfNotValidNow(log *slog.Logger, cert tls.Certificate, file string, now time.Time) {
+	leaf := cert.Leaf
+	if leaf == nil {
+		return
+	}
+	if now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
+		log.Warn("the TLS certificate is not valid now; clients will refuse it",
+			"file", file, "not_before", leaf.NotBefore, "not_after", leaf.NotAfter)
+	}
 }
 
 // Handler returns the gateway's HTTP handler, for serving it on another

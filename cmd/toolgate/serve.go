@@ -69,6 +69,8 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret; generated at first start and stored when unset")
 	f.str(&cfg.ClientKey, "client-key", "TOOLGATE_CLIENT_KEY", "", "when set, required to create sessions")
 	f.str(&origins, "allowed-origins", "TOOLGATE_ALLOWED_ORIGINS", "", "comma-separated origins allowed by CORS, e.g. https://app.example.com; * for any")
+	f.str(&cfg.TLSCert, "tls-cert", "TOOLGATE_TLS_CERT", "", "PEM certificate file (chain, leaf first); with --tls-key, serves HTTPS and HTTP/2")
+	f.str(&cfg.TLSKey, "tls-key", "TOOLGATE_TLS_KEY", "", "PEM private key file of --tls-cert")
 	f.str(&cfg.ToolNamePattern, "tool-name-pattern", "TOOLGATE_TOOL_NAME_PATTERN", "", "regular expression every registered tool name must also match")
 	f.str(&cfg.LLMBaseURL, "llm-base-url", "TOOLGATE_LLM_BASE_URL", "", "OpenAI-compatible chat-completions endpoint for runs, e.g. http://localhost:11434/v1 (Ollama); OpenAI's when unset")
 	f.str(&cfg.LLMModel, "llm-model", "TOOLGATE_LLM_MODEL", "", "model for runs, e.g. llama3.1; without it the runs API answers MODEL_NOT_CONFIGURED")

@@ -104,19 +104,28 @@ export function decodeStreamEvent(raw) {
 }
 
 /**
- * Reads a session's event stream until it ends, the signal aborts, or it
- * fails. Every received byte calls `onActivity` (so the caller can watch for
+ * Reads an event stream until it ends, the signal aborts, or it fails: a
+ * session's (GET with its token and cursor) or, given `body`, the
+ * multi-session stream (POST with a JSON body that carries the tokens).
+ * Every received byte calls `onActivity` (so the caller can watch for
  * stalls) and every complete event calls `onEvent`.
- * @param {{fetchFn: typeof fetch, url: string, token: string, lastEventId: number|null,
+ * @param {{fetchFn: typeof fetch, url: string, token?: string, lastEventId?: number|null, body?: object,
  *          signal: AbortSignal, onEvent: (ev: object) => void, onActivity: () => void}} opts
  * @returns {Promise<void>} resolves when the server ends the stream
  */
 export async function readEventStream(opts) {
-  const headers = { Accept: "text/event-stream", Authorization: `Bearer ${opts.token}` };
+  const headers = { Accept: "text/event-stream" };
+  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
   if (opts.lastEventId !== null && opts.lastEventId !== undefined) headers["Last-Event-ID"] = String(opts.lastEventId);
+  const init = { headers, signal: opts.signal, cache: "no-store" };
+  if (opts.body !== undefined) {
+    init.method = "POST";
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(opts.body);
+  }
   let res;
   try {
-    res = await opts.fetchFn(opts.url, { headers, signal: opts.signal, cache: "no-store" });
+    res = await opts.fetchFn(opts.url, init);
   } catch (err) {
     if (opts.signal.aborted) throw err;
     throw new ToolgateError("NETWORK", `Cannot open the event stream: ${err?.message ?? err}`, { cause: err });

@@ -29,8 +29,23 @@ export type ClientPlatform = "web" | "android" | "ios" | "desktop" | "other";
 export interface ToolgateClientOptions {
   /** The gateway's http(s) URL, e.g. "https://gateway.example". Default: the page's origin. */
   baseUrl?: string;
-  /** "auto" (default) starts with SSE and falls back to long-poll when a proxy holds the stream back. */
+  /**
+   * "auto" (default) starts with SSE and falls back to long-poll when a proxy holds the stream back.
+   * "sse" or "poll" forces that transport on a connection of this client's own (never shared).
+   */
   transport?: "auto" | Transport;
+  /**
+   * Whether this client receives its calls over the one connection the tabs of its origin share.
+   * Default true: where the platform has Web Locks and BroadcastChannel (browsers) and `transport` is
+   * "auto", one tab (elected with the Web Lock "toolgate-leader:" + baseUrl) holds one POST /v1/streams
+   * — or POST /v1/poll behind a buffering proxy — for every client of every tab, and passes each event
+   * on over the BroadcastChannel "toolgate:" + baseUrl; when it goes (closed, reloaded, frozen, silent
+   * for 3 s), another tab takes over within a few seconds and open calls are delivered again. A browser
+   * opens at most 6 HTTP/1.1 connections to a host, so a connection per tab starves the tabs' answers.
+   * The leading tab uses the fetch and timeouts of its first client. false, or a platform without those
+   * APIs (Node), gives the client a connection of its own.
+   */
+  shareConnection?: boolean;
   /**
    * Where the session (id, token, cursor, unacknowledged answers) is kept.
    * Default: sessionStorage where the platform has one, else memory; null or false keeps it in memory.
@@ -233,6 +248,8 @@ export class ToolgateClient extends EventTarget {
   constructor(options?: ToolgateClientOptions);
   readonly state: ConnectionState;
   readonly transport: Transport | null;
+  /** Whether calls come over the connection the tabs share (see ToolgateClientOptions.shareConnection). */
+  readonly sharesConnection: boolean;
   readonly sessionId: string | null;
   readonly cursor: number | null;
   /** Without a trailing slash. */

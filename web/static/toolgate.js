@@ -9,11 +9,14 @@
 //
 // The wire contract is docs/PROTOCOL.md: REST to register and answer, a
 // Server-Sent Events stream to receive calls, long-poll where a proxy holds
-// the stream back. Types are in toolgate.d.ts beside this file.
+// the stream back. In a browser the tabs of an origin share one such
+// connection for all their sessions (toolgate-tabs.js). Types are in
+// toolgate.d.ts beside this file.
 
 import { CallRunner } from "./toolgate-calls.js";
 import { SessionStore, ToolError, ToolgateError, backoffDelay, requestJSON, resolveStorage, sleep } from "./toolgate-http.js";
 import { SessionLock, claimStorageKey } from "./toolgate-session.js";
+import { canShareConnection, tabCoordinator } from "./toolgate-tabs.js";
 import { pollEvents, readEventStream } from "./toolgate-transport.js";
 import { validateTool } from "./toolgate-tools.js";
 
@@ -48,6 +51,16 @@ const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
  * runs, a client holds the Web Lock "toolgate-session:<id>"; a tab that finds
  * its stored session's lock held by another live tab (a duplicated tab, whose
  * sessionStorage is a copy) starts a session of its own.
+ *
+ * In a browser (Web Locks and BroadcastChannel present, `transport` "auto"),
+ * the clients of every tab of an origin receive their calls over one
+ * connection, held by one tab (the leader, elected with the Web Lock
+ * "toolgate-leader:<baseUrl>"): a browser opens at most 6 HTTP/1.1
+ * connections to a host, so a stream per tab would starve the answers. The
+ * other tabs get their events over the BroadcastChannel "toolgate:<baseUrl>";
+ * when the leading tab goes, another takes over within a few seconds. The
+ * option `shareConnection: false`, a forced `transport`, or a platform
+ * without those APIs (Node) gives the client a connection of its own.
  */
 export class ToolgateClient extends EventTarget {
   #opts;
@@ -73,6 +86,8 @@ export class ToolgateClient extends EventTarget {
   #connected = null;
   #sseRetryDelay;
   #runner;
+  /** Whether the calls come over the connection the page's tabs share (toolgate-tabs.js). */
+  #shared;
 
   /**
    * `options.storageKey`, when not given, is "toolgate:" + baseUrl, then
@@ -110,6 +125,7 @@ export class ToolgateClient extends EventTarget {
       reconnectBaseMs: options.reconnectBaseMs ?? 500,
       reconnectMaxMs: options.reconnectMaxMs ?? 30000,
     };
+    this.#shared = options.shareConnection !== false && transport === "auto" && canShareConnection();
     const fetchFn = options.fetch ?? globalThis.fetch;
     if (typeof fetchFn !== "function") throw new TypeError("no fetch function: pass options.fetch");
     this.#fetch = (...args) => fetchFn(...args);
@@ -138,6 +154,11 @@ export class ToolgateClient extends EventTarget {
   /** "idle", "connecting", "connected", "reconnecting" or "closed". */
   get state() {
     return this.#state;
+  }
+
+  /** Whether this client receives its calls over the connection its page's tabs share. */
+  get sharesConnection() {
+    return this.#shared;
   }
 
   /** "sse" or "poll" while connected, else null. */
@@ -349,17 +370,24 @@ export class ToolgateClient extends EventTarget {
       try {
         this.#setState(this.#everConnected ? "reconnecting" : "connecting");
         await this.#ensureSession(signal);
-        if (mode === "sse") await this.#runStream(signal);
+        if (this.#shared) await this.#runShared(signal);
+        else if (mode === "sse") await this.#runStream(signal);
         else await this.#runPolling(signal);
         failures = 0;
         if (this.#opts.transport === "auto" && mode === "poll") mode = "sse";
       } catch (err) {
         if (signal.aborted) return;
+        if (err?.code === "SHARING_UNAVAILABLE") {
+          this.#shared = false;
+          continue;
+        }
         if (isSessionGone(err)) {
           this.#dropSession(err);
           continue;
         }
         if (err?.fatal) throw err;
+        // A cursor the session's log cannot serve: ask for the open calls instead.
+        if (this.#shared && err?.code === "BAD_REQUEST") this.#resumeFromCursor = false;
         if (this.#opts.transport === "auto" && STREAM_HELD_BACK.has(err?.code)) {
           this.#emit("error", { error: err, during: "stream" });
           mode = "poll";
@@ -502,6 +530,59 @@ export class ToolgateClient extends EventTarget {
       clearTimeout(timer);
       signal.removeEventListener("abort", stop);
     }
+  }
+
+  /**
+   * Receives the session's events over the connection the page's tabs share,
+   * until the signal aborts (resolves) or the gateway refuses the session
+   * (rejects with its error). The transport and state follow the leading
+   * tab's connection.
+   */
+  async #runShared(signal) {
+    const session = this.#session;
+    const coordinator = tabCoordinator(this.#opts.baseUrl, {
+      fetchFn: this.#fetch,
+      sseReadyTimeoutMs: this.#opts.sseReadyTimeoutMs,
+      sseRetryMs: this.#opts.sseRetryMs,
+      sseRetryMaxMs: this.#opts.sseRetryMaxMs,
+      stallTimeoutMs: this.#opts.stallTimeoutMs,
+      pollWaitMs: this.#opts.pollWaitMs,
+      reconnectBaseMs: this.#opts.reconnectBaseMs,
+      reconnectMaxMs: this.#opts.reconnectMaxMs,
+    });
+    await new Promise((resolve, reject) => {
+      let member = null;
+      const finish = (error) => {
+        signal.removeEventListener("abort", onAbort);
+        member?.detach();
+        member = null;
+        if (error) reject(error);
+        else resolve();
+      };
+      const onAbort = () => finish();
+      signal.addEventListener("abort", onAbort, { once: true });
+      member = coordinator.attach({
+        sessionId: session.sessionId,
+        token: session.token,
+        // A fresh connect asks for the open calls; a connection taken over by
+        // another tab resumes from this client's own cursor.
+        cursor: () => (this.#resumeFromCursor ? this.#cursor : null),
+        onEvent: (ev) => {
+          if (this.#session === session && !signal.aborted) this.#handleEvent(ev);
+        },
+        onStatus: (transport) => {
+          if (signal.aborted) return;
+          if (transport) {
+            this.#live(transport);
+          } else if (this.#state === "connected") {
+            this.#setTransport(null);
+            this.#setState("reconnecting");
+          }
+        },
+        onRefused: (error) => finish(error),
+        onProblem: (error, during) => this.#emit("error", { error, during }),
+      });
+    });
   }
 
   /**
@@ -662,7 +743,8 @@ export class ToolgateClient extends EventTarget {
 
 /** Whether an error means the session no longer exists or its token is refused. */
 function isSessionGone(err) {
-  return err instanceof ToolgateError && (err.code === "UNAUTHENTICATED" || err.code === "NOT_FOUND") && !err.fatal;
+  // UNAUTHORIZED: the multi-session endpoints' refusal of a bad token, as the spec of issue 12 words it.
+  return err instanceof ToolgateError && ["UNAUTHENTICATED", "UNAUTHORIZED", "NOT_FOUND"].includes(err.code) && !err.fatal;
 }
 
 function deferred() {

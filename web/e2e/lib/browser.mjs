@@ -21,8 +21,12 @@ export function chromiumBinary() {
   return path;
 }
 
-/** Starts headless Chromium. Playwright gives every launch a fresh, empty profile directory. */
-export function launchBrowser() {
+/**
+ * Starts headless Chromium. Playwright gives every launch a fresh, empty
+ * profile directory. `extraArgs` are added to the command line (e.g. to trust
+ * a test's own certificate).
+ */
+export function launchBrowser(extraArgs = []) {
   return chromium.launch({
     executablePath: chromiumBinary(),
     headless: true,
@@ -35,6 +39,7 @@ export function launchBrowser() {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...extraArgs,
     ],
   });
 }

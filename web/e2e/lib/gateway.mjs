@@ -59,7 +59,7 @@ export class Gateway {
       const timer = setTimeout(() => reject(new Error(`the gateway did not print its address in 20 s:\n${this.output.join("\n")}`)), 20000);
       createInterface({ input: proc.stdout }).on("line", (line) => {
         log(line);
-        const match = /^toolgate serving on (http:\/\/\S+)/.exec(line);
+        const match = /^toolgate serving on (https?:\/\/\S+)/.exec(line);
         if (match) {
           clearTimeout(timer);
           resolvePromise(match[1].replace(/\/+$/, ""));

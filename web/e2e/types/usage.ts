@@ -80,6 +80,7 @@ export function options(): ToolgateClient[] {
     pollWaitMs: 25000,
     reconnectBaseMs: 500,
     reconnectMaxMs: 30000,
+    shareConnection: false,
   };
   const custom: SessionStorageLike = {
     getItem: (key) => localStorage.getItem(key),
@@ -97,6 +98,7 @@ export function options(): ToolgateClient[] {
     new ToolgateClient({ baseUrl: "http://x", storage: custom, fetch }),
     new ToolgateClient({ baseUrl: "http://x", client: { platform: "other" } }),
     new ToolgateClient({ baseUrl: "http://x", fetch: lossyFetch }),
+    new ToolgateClient({ baseUrl: "http://x", shareConnection: true }),
   ];
 }
 
@@ -121,6 +123,8 @@ export function refusedOptions(): void {
   new ToolgateClient({ metadata: { callback: () => 1 } });
   // @ts-expect-error no such option
   new ToolgateClient({ baseURL: "http://x" });
+  // @ts-expect-error shareConnection is a boolean
+  new ToolgateClient({ baseUrl: "http://x", shareConnection: "tabs" });
   // @ts-expect-error fetch resolves to a Response
   new ToolgateClient({ fetch: async (url: string) => url });
 }
@@ -255,11 +259,12 @@ export async function lifecycle(client: ToolgateClient): Promise<string[]> {
 
   const state: ConnectionState = client.state;
   const transport: Transport | null = client.transport;
+  const shared: boolean = client.sharesConnection;
   const sessionId: string | null = client.sessionId;
   const cursor: number | null = client.cursor;
   const baseUrl: string = client.baseUrl;
   const running: string[] = client.runningCalls;
-  lines.push(state, transport ?? "-", sessionId ?? "-", String(cursor), baseUrl, ...running, VERSION);
+  lines.push(state, transport ?? "-", String(shared), sessionId ?? "-", String(cursor), baseUrl, ...running, VERSION);
   // @ts-expect-error the state is read-only
   client.state = "connected";
 

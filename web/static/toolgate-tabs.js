@@ -1,0 +1,430 @@
+// One long-lived request per browser, not per tab. A browser opens at most 6
+// HTTP/1.1 connections to one host, so an event stream per tab runs out of
+// them with a handful of tabs. Instead, the tabs of an origin elect one
+// (the leader) with the Web Lock "toolgate-leader:<baseUrl>"; it holds one
+// connection that carries every tab's session (toolgate-multi.js) and passes
+// each event on over the BroadcastChannel "toolgate:<baseUrl>". Answers,
+// progress and registrations stay each client's own short requests.
+//
+// One TabCoordinator per page and gateway, shared by the page's clients.
+// The messages on the channel (every one has `type` and `from`, the sending
+// page's random id):
+//   join     {sessionId, token, cursor}  a client carries its session; the leader adds it
+//   leave    {sessionId, token}          a client stopped (close, pagehide); the leader drops it
+//   roll_call                            a new leader asks every page to send its joins again
+//   leader   {transport, joined, known}  the leader, every second and on each change:
+//                                        its transport, the sessions live on its connection,
+//                                        the sessions it knows of
+//   probe                                a page that has not heard the leader for a while asks
+//                                        it to answer with a `leader` message at once
+//   event    {sessionId, event}          an event of a session, for the page that owns it
+//   refused  {sessionId, to, error}      the gateway refused a session, or it ended
+// A page whose leader is silent for LEADER_SILENCE_MS (and then for a probe)
+// takes the lock with `steal: true`: a frozen tab keeps its locks.
+
+import { ToolgateError } from "./toolgate-http.js";
+import { MultiSessionConnection } from "./toolgate-multi.js";
+
+/** How often the leader says it is alive. */
+export const LEADER_HEARTBEAT_MS = 1000;
+/** Silence of the leader after which a page probes it, then takes over. */
+export const LEADER_SILENCE_MS = 3000;
+/** How long a probed leader has to answer. */
+const PROBE_WAIT_MS = 500;
+/** How long a new leader gathers the pages' joins before it opens its connection. */
+const GATHER_MS = 150;
+/** A page sends its join again when the leader has not listed its session for this long. */
+const REANNOUNCE_MS = 2000;
+
+/** Whether this platform can share one connection between tabs (Web Locks and BroadcastChannel). */
+export function canShareConnection(scope = globalThis) {
+  return typeof scope.navigator?.locks?.request === "function" && typeof scope.BroadcastChannel === "function";
+}
+
+/** The page's coordinators, by gateway. */
+const coordinators = new Map();
+
+/**
+ * The coordinator of this page for `baseUrl`, made on first use with the
+ * connection options of the first client that asks (its fetch and timeouts
+ * are the ones used while this page leads).
+ */
+export function tabCoordinator(baseUrl, connectionOptions) {
+  let coordinator = coordinators.get(baseUrl);
+  if (!coordinator) {
+    coordinator = new TabCoordinator({ baseUrl, ...connectionOptions });
+    coordinators.set(baseUrl, coordinator);
+  }
+  return coordinator;
+}
+
+/**
+ * Elects the leading tab and passes events between tabs. Clients attach a
+ * member per session: `{sessionId, token, cursor(), onEvent(ev),
+ * onStatus(transport|null), onRefused(error), onProblem(error, during)}`.
+ */
+export class TabCoordinator {
+  #opts;
+  #locks;
+  #channel;
+  #lockName;
+  #pageId = randomId();
+  /** This page's members, by session id. */
+  #members = new Map();
+  /** The lock request in flight or granted: {abort, release, granted}. */
+  #request = null;
+  /** While this page leads: {connection, abort, heartbeat}. */
+  #lead = null;
+  #lastLeaderHeard = 0;
+  #probedAt = 0;
+  #watchdog = null;
+  #hidden = false;
+  #frozen = false;
+  /** Set when the lock cannot be had here: members are told to connect on their own. */
+  #broken = false;
+  /** Each member's last status given, so a member hears only changes. */
+  #statusGiven = new Map();
+
+  /**
+   * @param {{baseUrl: string, fetchFn: typeof fetch, locks?: LockManager, BroadcastChannel?: typeof BroadcastChannel,
+   *          page?: EventTarget|null} & object} opts the connection's options (see MultiSessionConnection),
+   *          and, for tests, the lock manager, channel class and page to use instead of the platform's
+   */
+  constructor(opts) {
+    this.#opts = opts;
+    this.#locks = opts.locks ?? globalThis.navigator.locks;
+    const Channel = opts.BroadcastChannel ?? globalThis.BroadcastChannel;
+    this.#channel = new Channel(`toolgate:${opts.baseUrl}`);
+    this.#channel.onmessage = (event) => this.#onMessage(event.data);
+    this.#lockName = `toolgate-leader:${opts.baseUrl}`;
+    const page = opts.page === undefined ? (typeof globalThis.addEventListener === "function" ? globalThis : null) : opts.page;
+    page?.addEventListener("pagehide", () => this.#onPageHide());
+    page?.addEventListener("pageshow", (event) => event.persisted && this.#onPageBack());
+    page?.addEventListener("freeze", () => this.#onFreeze());
+    page?.addEventListener("resume", () => this.#onPageBack());
+  }
+
+  /** Stops taking part: lets go of the lock and closes the channel (tests; a page simply goes). */
+  dispose() {
+    this.#members.clear();
+    this.#resign();
+    this.#stopWatchdog();
+    this.#channel.close();
+    if (coordinators.get(this.#opts.baseUrl) === this) coordinators.delete(this.#opts.baseUrl);
+  }
+
+  /** Whether this page leads now. */
+  get leading() {
+    return this.#lead !== null;
+  }
+
+  /**
+   * Carries a member's session on the browser's connection until detach().
+   * @returns {{detach: () => void}}
+   */
+  attach(member) {
+    if (this.#broken) {
+      queueMicrotask(() => member.onRefused(new ToolgateError("SHARING_UNAVAILABLE", "The tabs cannot share a connection here")));
+      return { detach: () => {} };
+    }
+    this.#members.set(member.sessionId, member);
+    this.#statusGiven.delete(member);
+    this.#announce(member, member.cursor());
+    this.#lastLeaderHeard = Math.max(this.#lastLeaderHeard, Date.now());
+    this.#campaign();
+    this.#startWatchdog();
+    if (this.#lead) this.#giveStatuses();
+    return {
+      detach: () => {
+        if (this.#members.get(member.sessionId) !== member) return;
+        this.#members.delete(member.sessionId);
+        this.#statusGiven.delete(member);
+        this.#sayLeave(member);
+        if (this.#members.size === 0) {
+          this.#resign();
+          this.#stopWatchdog();
+        }
+      },
+    };
+  }
+
+  // --- the lock -------------------------------------------------------------------
+
+  get #wantsToLead() {
+    return !this.#broken && this.#members.size > 0 && !this.#hidden && !this.#frozen;
+  }
+
+  /** Asks for the leader's lock (waiting in line) unless asked already. */
+  #campaign() {
+    if (this.#request || !this.#wantsToLead) return;
+    this.#requestLock(false);
+  }
+
+  #requestLock(steal) {
+    const request = { abort: steal ? null : new AbortController(), release: null };
+    this.#request = request;
+    const options = steal ? { steal: true } : { signal: request.abort.signal };
+    let granted;
+    try {
+      granted = this.#locks.request(this.#lockName, options, () => {
+        if (this.#request !== request || !this.#wantsToLead) return undefined;
+        return new Promise((release) => {
+          request.release = release;
+          this.#startLeading(request);
+        });
+      });
+    } catch {
+      granted = Promise.reject(new Error("no lock"));
+    }
+    granted
+      .catch((error) => {
+        // A wait given up, or the lock stolen by a page that found this one
+        // silent, is an AbortError; anything else (a SecurityError in an
+        // opaque origin) means this page cannot take part.
+        if (error?.name !== "AbortError" && !request.release) this.#unavailable(error);
+      })
+      .finally(() => {
+        if (this.#lead?.request === request) this.#stopLeading();
+        if (this.#request === request) {
+          this.#request = null;
+          this.#campaign();
+        }
+      });
+  }
+
+  /** Tells every member to use a connection of its own: the lock cannot be had here. */
+  #unavailable(cause) {
+    this.#broken = true;
+    const error = new ToolgateError("SHARING_UNAVAILABLE", `The tabs cannot share a connection here: ${cause?.message ?? cause}`, { cause });
+    for (const member of [...this.#members.values()]) member.onRefused(error);
+  }
+
+  /** Lets go of the lock, or of the place in line for it. */
+  #resign() {
+    const request = this.#request;
+    this.#request = null;
+    if (this.#lead?.request === request) this.#stopLeading();
+    request?.abort?.abort();
+    request?.release?.();
+  }
+
+  /** Takes the lock from a leader that went silent (frozen, or hung). */
+  #steal() {
+    const waiting = this.#request;
+    this.#requestLock(true);
+    waiting?.abort?.abort();
+    waiting?.release?.();
+  }
+
+  // --- leading --------------------------------------------------------------------
+
+  #startLeading(request) {
+    const abort = new AbortController();
+    const connection = new MultiSessionConnection({
+      ...this.#opts,
+      deliver: (sessionId, event) => {
+        const member = this.#members.get(sessionId);
+        if (member) member.onEvent(event);
+        else this.#post({ type: "event", sessionId, event });
+      },
+      refuse: (session, error) => {
+        const member = this.#members.get(session.sessionId);
+        if (member && session.owner === this.#pageId) member.onRefused(error);
+        else this.#post({ type: "refused", sessionId: session.sessionId, to: session.owner, error: { code: error.code, message: error.message, status: error.status } });
+      },
+      changed: () => this.#leaderChanged(),
+      problem: (error, during) => {
+        for (const member of this.#members.values()) member.onProblem?.(error, during);
+      },
+    });
+    const lead = { request, connection, abort, heartbeat: null, dirty: false };
+    this.#lead = lead;
+    for (const member of this.#members.values()) connection.add({ sessionId: member.sessionId, token: member.token, cursor: member.cursor(), owner: this.#pageId });
+    this.#post({ type: "roll_call" });
+    this.#sayLeader();
+    lead.heartbeat = setInterval(() => this.#sayLeader(), LEADER_HEARTBEAT_MS);
+    setTimeout(() => {
+      if (!abort.signal.aborted) connection.run(abort.signal);
+    }, GATHER_MS);
+  }
+
+  #stopLeading() {
+    const lead = this.#lead;
+    if (!lead) return;
+    this.#lead = null;
+    clearInterval(lead.heartbeat);
+    lead.abort.abort();
+    this.#lastLeaderHeard = Date.now();
+    this.#giveStatuses();
+  }
+
+  /** The connection's transport or sessions changed: tell the pages (once per turn) and this page's members. */
+  #leaderChanged() {
+    const lead = this.#lead;
+    if (!lead || lead.dirty) return;
+    lead.dirty = true;
+    queueMicrotask(() => {
+      lead.dirty = false;
+      if (this.#lead === lead) this.#sayLeader();
+    });
+  }
+
+  #sayLeader() {
+    const lead = this.#lead;
+    if (!lead) return;
+    const { connection } = lead;
+    this.#post({ type: "leader", transport: connection.transport, joined: connection.joined, known: [...connection.sessions.keys()] });
+    this.#giveStatuses();
+  }
+
+  /** Gives each member of this page its status: the transport when its session is live, else null. */
+  #giveStatuses(snapshot) {
+    let transport = null;
+    let joined = new Set();
+    if (this.#lead) {
+      transport = this.#lead.connection.transport;
+      joined = new Set(this.#lead.connection.joined);
+    } else if (snapshot) {
+      transport = snapshot.transport ?? null;
+      joined = new Set(Array.isArray(snapshot.joined) ? snapshot.joined : []);
+    }
+    for (const member of this.#members.values()) {
+      const status = joined.has(member.sessionId) ? transport : null;
+      if (this.#statusGiven.get(member) === status) continue;
+      this.#statusGiven.set(member, status);
+      member.onStatus(status);
+    }
+  }
+
+  // --- the channel ----------------------------------------------------------------
+
+  #announce(member, cursor) {
+    member.announcedAt = Date.now();
+    const join = { sessionId: member.sessionId, token: member.token, cursor: Number.isFinite(cursor) ? cursor : null };
+    if (this.#lead) this.#lead.connection.add({ ...join, owner: this.#pageId });
+    else this.#post({ type: "join", ...join });
+  }
+
+  #sayLeave(member) {
+    if (this.#lead) this.#lead.connection.remove(member.sessionId, this.#pageId);
+    else this.#post({ type: "leave", sessionId: member.sessionId, token: member.token });
+  }
+
+  #post(message) {
+    try {
+      this.#channel.postMessage({ ...message, from: this.#pageId });
+    } catch {
+      // A closed channel (the page is going away): nothing to tell.
+    }
+  }
+
+  #onMessage(message) {
+    if (!message || typeof message !== "object" || message.from === this.#pageId) return;
+    const lead = this.#lead;
+    switch (message.type) {
+      case "join":
+        lead?.connection.add({ sessionId: message.sessionId, token: message.token, cursor: message.cursor, owner: message.from });
+        return;
+      case "leave":
+        lead?.connection.remove(message.sessionId, message.from);
+        return;
+      case "probe":
+        if (lead) this.#sayLeader();
+        return;
+      case "roll_call":
+        this.#heardLeader();
+        for (const member of this.#members.values()) this.#announce(member, member.cursor());
+        return;
+      case "leader":
+        if (lead) return; // a leader whose lock was taken from it says so until it notices
+        this.#heardLeader();
+        this.#giveStatuses(message);
+        this.#reannounceMissing(message);
+        return;
+      case "event":
+        this.#members.get(message.sessionId)?.onEvent(message.event);
+        return;
+      case "refused":
+        if (message.to === this.#pageId) {
+          const e = message.error ?? {};
+          this.#members.get(message.sessionId)?.onRefused(new ToolgateError(e.code ?? "NOT_FOUND", e.message ?? "The session was refused", { status: e.status ?? 404 }));
+        }
+        return;
+      default:
+        return; // a message of a later version
+    }
+  }
+
+  #heardLeader() {
+    this.#lastLeaderHeard = Date.now();
+    this.#probedAt = 0;
+  }
+
+  /** Joins again the members a leader does not know of (a join lost between two leaders). */
+  #reannounceMissing(message) {
+    const known = new Set(Array.isArray(message.known) ? message.known : []);
+    const now = Date.now();
+    for (const member of this.#members.values()) {
+      if (!known.has(member.sessionId) && now - (member.announcedAt ?? 0) > REANNOUNCE_MS) this.#announce(member, member.cursor());
+    }
+  }
+
+  // --- a silent leader --------------------------------------------------------------
+
+  #startWatchdog() {
+    if (this.#watchdog) return;
+    const jitter = Math.random() * 500;
+    this.#watchdog = setInterval(() => this.#checkLeader(jitter), 250);
+  }
+
+  #stopWatchdog() {
+    clearInterval(this.#watchdog);
+    this.#watchdog = null;
+  }
+
+  #checkLeader(jitter) {
+    if (this.#lead || !this.#request || !this.#wantsToLead) return;
+    const now = Date.now();
+    if (now - this.#lastLeaderHeard < LEADER_SILENCE_MS + jitter) return;
+    if (!this.#probedAt) {
+      // A leader in a background tab may only be slow (its timers throttled):
+      // it still answers a message.
+      this.#probedAt = now;
+      this.#post({ type: "probe" });
+      return;
+    }
+    if (now - this.#probedAt < PROBE_WAIT_MS) return;
+    this.#probedAt = 0;
+    this.#lastLeaderHeard = now;
+    this.#steal();
+  }
+
+  // --- the page's life ----------------------------------------------------------------
+
+  /** The page goes (closed, reloaded, navigated away, or into the back/forward cache). */
+  #onPageHide() {
+    this.#hidden = true;
+    for (const member of this.#members.values()) this.#sayLeave(member);
+    this.#resign();
+  }
+
+  #onFreeze() {
+    this.#frozen = true;
+    this.#resign();
+  }
+
+  /** Back from the back/forward cache, or thawed. */
+  #onPageBack() {
+    const wasHidden = this.#hidden;
+    this.#hidden = false;
+    this.#frozen = false;
+    this.#lastLeaderHeard = Date.now();
+    if (wasHidden) for (const member of this.#members.values()) this.#announce(member, member.cursor());
+    this.#campaign();
+  }
+}
+
+function randomId() {
+  if (typeof globalThis.crypto?.randomUUID === "function") return globalThis.crypto.randomUUID();
+  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+}
