@@ -92,6 +92,7 @@ type config struct {
 	IdleSessions     int           `json:"idle_sessions"`
 	RecoveryCalls    int           `json:"recovery_calls"`
 	RecoverySessions int           `json:"recovery_sessions"`
+	Only             string        `json:"only,omitempty"`
 	Out              string        `json:"-"`
 	CPUProfile       string        `json:"-"`
 	Note             string        `json:"-"`
@@ -110,6 +111,7 @@ func parseHarnessFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.IdleSessions, "idle-sessions", 10000, "idle SSE sessions held for the memory figure")
 	fs.IntVar(&cfg.RecoveryCalls, "recovery-calls", 10000, "open calls when the gateway is killed")
 	fs.IntVar(&cfg.RecoverySessions, "recovery-sessions", 1000, "sessions the open calls are spread over")
+	fs.StringVar(&cfg.Only, "only", "", `"idle" takes the idle-session figures alone (every transport), skipping the rest`)
 	fs.StringVar(&cfg.Out, "out", "bench/results.json", "where results.json is written")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of this process while it runs toolgate_sse in-process at the first concurrency")
 	fs.StringVar(&cfg.Note, "note", "", "a remark recorded with the machine (e.g. other work shared it)")
@@ -119,6 +121,9 @@ func parseHarnessFlags(args []string) (*config, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if cfg.Only != "" && cfg.Only != "idle" {
+		return nil, fmt.Errorf("--only %q: only \"idle\" can be taken alone", cfg.Only)
 	}
 	if cfg.Rounds < 1 || cfg.RoundTripCalls < 1 || cfg.Warmup < 0 || len(cfg.Concurrency) == 0 ||
 		cfg.LoadDuration <= 0 || cfg.IdleSessions < 1 || cfg.RecoveryCalls < 1 || cfg.RecoverySessions < 1 {
