@@ -67,9 +67,12 @@ type Delivery interface {
 	// is called before the first read of the log, so that nothing
 	// appended in between is missed.
 	Listen(sid string, streaming bool) (Listener, error)
-	// ListenFunc opens a stream whose wake-ups (new events, the session's
-	// end) call notify instead of a channel; notify must never block.
-	ListenFunc(sid string, notify func()) (Listener, error)
+	// ListenFunc opens a stream (streaming) or a held poll whose wake-ups
+	// (new events, the session's end) call notify instead of a channel;
+	// notify must never block. A multi-session stream or poll listens to
+	// each of its sessions this way, so that one goroutine (or none, in
+	// the stream hub) serves them all.
+	ListenFunc(sid string, streaming bool, notify func()) (Listener, error)
 	// OpenEvents returns a tool_call_request for every open call of the
 	// session, oldest first, and the cursor to read on from.
 	OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, int64, error)
@@ -103,8 +106,12 @@ type Calls interface {
 type Listener interface {
 	// Wake receives a signal whenever the session's event log has grown.
 	Wake() <-chan struct{}
-	// Done is closed when the session has closed or expired.
+	// Done is closed when the session has closed or expired (and at
+	// shutdown).
 	Done() <-chan struct{}
+	// EndReason, once Done is closed, is why: "closed" or "expired"; ""
+	// when the session did not end (the gateway is shutting down).
+	EndReason() string
 	// Close ends the stream or poll; the session's presence is updated.
 	Close()
 }
@@ -120,6 +127,9 @@ type Options struct {
 	MaxPollWait    time.Duration // cap on wait_ms
 	MaxCallWait    time.Duration // cap on GET /v1/calls/{id}?wait_ms
 	StreamRetry    time.Duration // the retry: hint sent on streams
+	// MaxStreamSessions bounds the sessions of one multi-session stream
+	// or poll (POST /v1/streams, POST /v1/poll); 0 means 64.
+	MaxStreamSessions int
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)

@@ -88,7 +88,7 @@ func (f *fakeCalls) CancelCall(_ context.Context, id string) (*toolgate.Call, er
 
 type fakeDelivery struct {
 	listen      func(sid string, streaming bool) (handlers.Listener, error)
-	listenFunc  func(sid string, notify func()) (handlers.Listener, error)
+	listenFunc  func(sid string, streaming bool, notify func()) (handlers.Listener, error)
 	openEvents  func(sid string) ([]toolgate.Event, int64, error)
 	eventsAfter func(sid string, cursor int64) ([]toolgate.Event, int64, error)
 	checkCursor func(sid string, cursor int64) error
@@ -98,8 +98,8 @@ type fakeDelivery struct {
 func (f *fakeDelivery) Listen(sid string, streaming bool) (handlers.Listener, error) {
 	return f.listen(sid, streaming)
 }
-func (f *fakeDelivery) ListenFunc(sid string, notify func()) (handlers.Listener, error) {
-	return f.listenFunc(sid, notify)
+func (f *fakeDelivery) ListenFunc(sid string, streaming bool, notify func()) (handlers.Listener, error) {
+	return f.listenFunc(sid, streaming, notify)
 }
 func (f *fakeDelivery) OpenEvents(_ context.Context, sid string) ([]toolgate.Event, int64, error) {
 	return f.openEvents(sid)
@@ -116,6 +116,7 @@ func (f *fakeDelivery) Delivered(sid string, events []toolgate.Event) { f.delive
 type fakeListener struct {
 	wake      chan struct{}
 	done      chan struct{}
+	reason    string // the end reason, set before done is closed
 	closed    chan struct{}
 	closeOnce sync.Once
 	endOnce   sync.Once
@@ -128,6 +129,14 @@ func newFakeListener() *fakeListener {
 func (l *fakeListener) Wake() <-chan struct{} { return l.wake }
 func (l *fakeListener) Done() <-chan struct{} { return l.done }
 func (l *fakeListener) Close()                { l.closeOnce.Do(func() { close(l.closed) }) }
+func (l *fakeListener) EndReason() string {
+	select {
+	case <-l.done:
+		return l.reason
+	default:
+		return ""
+	}
+}
 
 // signal wakes the listener as the engine does when the log grows.
 func (l *fakeListener) signal() {
@@ -138,7 +147,13 @@ func (l *fakeListener) signal() {
 }
 
 // end ends the session, as the engine does when it closes.
-func (l *fakeListener) end() { l.endOnce.Do(func() { close(l.done) }) }
+func (l *fakeListener) end() { l.endWith("closed") }
+
+// endWith ends the session for reason ("closed", "expired"; "" as at
+// shutdown).
+func (l *fakeListener) endWith(reason string) {
+	l.endOnce.Do(func() { l.reason = reason; close(l.done) })
+}
 
 // event is a stored event of type typ with the call id, as the log holds it.
 func event(seq int64, typ, callID string) toolgate.Event {

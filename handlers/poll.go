@@ -1,7 +1,7 @@
 package handlers
 
 import (
-	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -51,70 +51,108 @@ func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	defer l.Close()
-	var events []toolgate.Event
-	if hasCursor {
-		events, cursor, err = h.delivery.EventsAfter(ctx, sid, cursor)
-	} else {
-		events, cursor, err = h.delivery.OpenEvents(ctx, sid)
-	}
+	m := &member{sid: sid, l: l}
+	m.first, m.cursor, err = firstPolled(ctx, h.delivery, sid, hasCursor, cursor)
 	if err != nil {
+		l.Close()
 		WriteError(w, r, err)
 		return
 	}
-	if len(events) == 0 && wait > 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-	hold:
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-				break hold
-			case <-l.Done():
-				events, cursor, err = h.delivery.EventsAfter(ctx, sid, cursor)
-				break hold
-			case <-l.Wake():
-				events, cursor, err = h.delivery.EventsAfter(ctx, sid, cursor)
-				if err != nil || len(events) > 0 {
-					break hold
-				}
-			}
-		}
-		if err != nil {
+	f := newFeed(h.delivery, 1)
+	f.add(m)
+	defer f.close()
+	batches, err := holdPoll(ctx, f, l.Wake(), l.Done(), wait)
+	if err != nil {
+		if ctx.Err() == nil {
 			WriteError(w, r, err)
-			return
+		}
+		return
+	}
+	b := batches[0]
+	// Recorded before the reply leaves, so that an answer finds the call delivered.
+	h.delivery.Delivered(sid, b.events)
+	writePollReply(w, b.events, b.cursor)
+}
+
+// holdPoll is the delivery loop of a poll: it collects the first events
+// of the feed's sessions and, when none has any (and wait is not zero),
+// holds until one has events or ends, wait passes, or ctx ends (then an
+// error). wake and done are the signals of the poll's listeners without
+// notify (nil for a multi-session poll, whose listeners notify). It
+// returns one batch per session, in the feed's order, with all that was
+// collected for it.
+func holdPoll(ctx context.Context, f *feed, wake, done <-chan struct{}, wait time.Duration) ([]batch, error) {
+	all, err := f.collect(ctx, false, true)
+	if err != nil || wait <= 0 || newsIn(all) {
+		return all, err
+	}
+	index := make(map[string]int, len(all))
+	for i, b := range all {
+		index[b.sid] = i
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return all, nil
+		case <-wake:
+		case <-done:
+		}
+		more, err := f.collect(ctx, true, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range more {
+			i := index[b.sid]
+			all[i].events = append(all[i].events, b.events...)
+			all[i].cursor, all[i].left = b.cursor, b.left
+		}
+		if newsIn(more) {
+			return all, nil
 		}
 	}
-	// Recorded before the reply leaves, so that an answer finds the call delivered.
-	h.delivery.Delivered(sid, events)
-	writePollReply(w, events, cursor)
+}
+
+// newsIn reports whether a poll can answer with batches: a session has
+// events, or has ended.
+func newsIn(batches []batch) bool {
+	for _, b := range batches {
+		if len(b.events) > 0 || b.left != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // writePollReply writes {"events": [...], "cursor": n}. Each event is its
 // stored JSON object with "seq" spliced in front, so nothing is re-encoded.
 func writePollReply(w http.ResponseWriter, events []toolgate.Event, cursor int64) {
-	var buf bytes.Buffer
-	buf.WriteString(`{"events":[`)
+	buf := append([]byte(`{`), pollEvents(nil, "", events, cursor)...)
+	writePollBody(w, append(buf, "}\n"...))
+}
+
+// pollEvents appends `"events":[...],"cursor":n` for a session's events,
+// each its stored JSON object with "seq" spliced in front (and
+// "session_id" when sid is set), so nothing is re-encoded.
+func pollEvents(buf []byte, sid string, events []toolgate.Event, cursor int64) []byte {
+	buf = append(buf, `"events":[`...)
 	for i, ev := range events {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		buf.WriteString(`{"seq":`)
-		buf.WriteString(strconv.FormatInt(ev.Seq, 10))
-		if len(ev.Data) > 2 {
-			buf.WriteByte(',')
-			buf.Write(ev.Data[1:])
-		} else {
-			buf.WriteByte('}')
-		}
+		buf = appendTagged(buf, sid, ev)
 	}
-	buf.WriteString(`],"cursor":`)
-	buf.WriteString(strconv.FormatInt(cursor, 10))
-	buf.WriteString("}\n")
+	buf = append(buf, `],"cursor":`...)
+	return strconv.AppendInt(buf, cursor, 10)
+}
+
+// writePollBody writes a poll's reply body, which no cache may keep.
+func writePollBody(w http.ResponseWriter, body []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	w.Write(buf.Bytes())
+	w.Write(body)
 }

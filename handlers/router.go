@@ -56,13 +56,19 @@ func New(opts Options) *API {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.MaxStreamSessions <= 0 {
+		opts.MaxStreamSessions = defaultMaxStreamSessions
+	}
 	a := &API{opts: opts, auth: opts.Engine}
-	a.streams = newStreamHub(opts.Engine, opts.Heartbeat)
+	a.streams = newStreamHub(opts.Heartbeat)
 	// Each resource holds only its part of the engine.
 	sessions := &sessionHandlers{sessions: opts.Engine}
 	tools := &toolHandlers{tools: opts.Engine}
 	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: opts.Heartbeat}
 	poll := &pollHandler{delivery: opts.Engine, wait: opts.PollWait, maxWait: opts.MaxPollWait}
+	multi := &multiHandlers{auth: opts.Engine, delivery: opts.Engine, hub: a.streams, streams: newStreamRegistry(),
+		retry: opts.StreamRetry, heartbeat: opts.Heartbeat, maxSessions: opts.MaxStreamSessions,
+		wait: opts.PollWait, maxWait: opts.MaxPollWait}
 	answers := &answerHandlers{answers: opts.Engine}
 	calls := &callHandlers{calls: opts.Engine, maxWait: opts.MaxCallWait}
 	r := chi.NewRouter()
@@ -111,6 +117,13 @@ func New(opts Options) *API {
 			r.Post("/progress", answers.handleProgress)
 		})
 	})
+
+	// Several sessions on one stream or poll; each session's token is in
+	// the body (a leave's in the header).
+	r.Post("/v1/streams", multi.handleStreamOpen)
+	r.Post("/v1/streams/{stream_id}/sessions", multi.handleJoin)
+	r.Delete("/v1/streams/{stream_id}/sessions/{sid}", multi.handleLeave)
+	r.Post("/v1/poll", multi.handlePoll)
 
 	// Caller API.
 	r.Group(func(r chi.Router) {

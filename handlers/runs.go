@@ -1,10 +1,8 @@
 package handlers
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -137,37 +135,29 @@ func waitEnded(ctx context.Context, feed toolgate.RunFeed) error {
 // ends or the caller goes away (the run goes on either way), with pings
 // while it waits (on an approval, a slow client).
 func (h *agentHandlers) streamRun(w http.ResponseWriter, r *http.Request, feed toolgate.RunFeed) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
-	hd.Set("Cache-Control", "no-cache, no-transform")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriter(w)
-	flush := func() bool { return bw.Flush() == nil && rc.Flush() == nil }
+	out := startStream(w)
 	heartbeat := h.api.opts.Heartbeat
 	if heartbeat <= 0 {
 		heartbeat = 15 * time.Second
 	}
+	var body []byte
 	from := 0
 	for {
 		ctx, cancel := context.WithTimeout(r.Context(), heartbeat)
 		events, ended, err := feed.Next(ctx, from)
 		cancel()
+		body = body[:0]
 		for _, ev := range events {
 			from++
-			bw.WriteString("id: " + strconv.Itoa(from) + "\nevent: " + ev.Type + "\ndata: ")
-			bw.Write(ev.Data)
-			bw.WriteString("\n\n")
+			body = appendSSE(body, toolgate.Event{Seq: int64(from), Type: ev.Type, Data: ev.Data})
 		}
 		if r.Context().Err() != nil {
 			return
 		}
 		if err != nil && len(events) == 0 {
-			bw.WriteString("event: ping\ndata: {\"type\":\"ping\",\"time\":\"" + time.Now().UTC().Format(toolgate.TimeLayout) + "\"}\n\n")
+			body = appendPing(body, time.Now())
 		}
-		if !flush() || ended {
+		if out.write(body) != nil || ended {
 			return
 		}
 	}

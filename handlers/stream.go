@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -47,134 +46,74 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		cursor = n
 	}
-	hijacker, canHijack := w.(http.Hijacker)
-	if !canHijack || r.ProtoMajor != 1 || s.hub == nil {
-		s.serveStream(w, r, sid, resume != "", cursor)
-		return
-	}
-
+	stream := &eventStream{feed: newFeed(s.delivery, 1), head: appendReady(nil, sid, s.retry, s.heartbeat)}
+	m := &member{sid: sid}
+	hub := hubFor(w, r, s.hub)
+	var hs *hubStream
+	var l Listener
+	var err error
 	// Listen before the first read, so that nothing appended in between is missed.
-	hs := &hubStream{hub: s.hub, sid: sid}
-	l, err := s.delivery.ListenFunc(sid, hs.wake)
+	if hub != nil {
+		hs = hub.newStream(stream)
+		l, err = s.delivery.ListenFunc(sid, true, stream.notifyFor(m))
+	} else {
+		l, err = s.delivery.Listen(sid, true)
+	}
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	events, cursor, err := s.firstEvents(ctx, sid, resume != "", cursor)
+	m.l = l
+	m.first, m.cursor, err = firstEvents(ctx, s.delivery, sid, resume != "", cursor)
 	if err != nil {
 		l.Close()
 		WriteError(w, r, err)
 		return
 	}
-	conn, _, err := hijacker.Hijack()
+	stream.feed.add(m)
+	if hub == nil {
+		stream.out = startStream(w)
+		stream.serve(ctx, l.Wake(), l.Done(), s.heartbeat)
+		return
+	}
+	takeOver(w, r, hub, hs)
+}
+
+// hubFor returns hub when it can serve the request's stream (an HTTP/1.1
+// connection that can be taken over), else nil: the stream is then
+// served by the request's own goroutine.
+func hubFor(w http.ResponseWriter, r *http.Request, hub *streamHub) *streamHub {
+	if _, ok := w.(http.Hijacker); !ok || r.ProtoMajor != 1 {
+		return nil
+	}
+	return hub
+}
+
+// takeOver takes the request's connection from net/http, writes the
+// stream's head and first events, and hands the stream to the hub. On a
+// failure the stream ends.
+func takeOver(w http.ResponseWriter, r *http.Request, hub *streamHub, hs *hubStream) {
+	conn, _, err := w.(http.Hijacker).Hijack()
 	if err != nil {
-		l.Close()
+		hs.stream.end()
 		WriteError(w, r, err)
 		return
 	}
-	body := appendReady(nil, sid, s.retry, s.heartbeat)
-	for _, ev := range events {
-		body = appendSSE(body, ev)
-	}
-	s.delivery.Delivered(sid, events)
+	hs.stream.out = chunkOut{conn}
 	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if _, err := conn.Write(streamHead(w.Header())); err != nil {
 		conn.Close()
-		l.Close()
+		hs.stream.end()
 		return
 	}
-	if err := writeChunk(conn, body); err != nil {
+	switch hs.stream.step(r.Context(), true) {
+	case streamGoesOn:
+		hub.adopt(hs, conn)
+	case streamEnds:
+		hs.conn = conn
+		hs.end(true)
+	default:
 		conn.Close()
-		l.Close()
-		return
+		hs.stream.end()
 	}
-	s.hub.adopt(hs, conn, l, cursor)
-}
-
-// serveStream serves a stream from the request's own goroutine, where the
-// connection cannot be taken over.
-func (s *streamHandler) serveStream(w http.ResponseWriter, r *http.Request, sid string, resume bool, cursor int64) {
-	ctx := r.Context()
-	rc := http.NewResponseController(w)
-	// Streams live long; the server's write timeout must not cut them.
-	_ = rc.SetWriteDeadline(time.Time{})
-	l, err := s.delivery.Listen(sid, true)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	defer l.Close()
-	events, cursor, err := s.firstEvents(ctx, sid, resume, cursor)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	heartbeat := s.heartbeat
-	send := func(body []byte, events []toolgate.Event) bool {
-		for _, ev := range events {
-			body = appendSSE(body, ev)
-		}
-		// Recorded before the bytes leave, so that an answer finds its call delivered.
-		s.delivery.Delivered(sid, events)
-		if _, err := w.Write(body); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	if !send(appendReady(nil, sid, s.retry, heartbeat), events) {
-		return
-	}
-	ping := time.NewTicker(heartbeat)
-	defer ping.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-l.Done():
-			// The session closed: send what is left (its call_cancelled events) and end.
-			if events, _, err = s.delivery.EventsAfter(ctx, sid, cursor); err == nil {
-				send(nil, events)
-			}
-			return
-		case <-l.Wake():
-			events, cursor, err = s.delivery.EventsAfter(ctx, sid, cursor)
-			if err != nil || !send(nil, events) {
-				return
-			}
-		case now := <-ping.C:
-			if !send(appendPing(nil, now), nil) {
-				return
-			}
-		}
-	}
-}
-
-// firstEvents reads what a stream sends first. Without a cursor the client
-// gets every open call. With one it gets the events after it, and before
-// them again the open calls it was sent earlier: a client that restarted
-// with its stored cursor has lost the handlers it was running, and a live
-// one de-duplicates by call id.
-func (s *streamHandler) firstEvents(ctx context.Context, sid string, resume bool, cursor int64) ([]toolgate.Event, int64, error) {
-	if resume {
-		if err := s.delivery.CheckCursor(ctx, sid, cursor); err != nil {
-			return nil, 0, err
-		}
-	}
-	events, last, err := s.delivery.OpenEvents(ctx, sid)
-	if err != nil || !resume {
-		return events, last, err
-	}
-	var earlier []toolgate.Event
-	for _, ev := range events {
-		if ev.Seq <= cursor {
-			earlier = append(earlier, ev)
-		}
-	}
-	after, last, err := s.delivery.EventsAfter(ctx, sid, cursor)
-	return append(earlier, after...), last, err
 }

@@ -49,7 +49,7 @@ func newOpenStream(open ...toolgate.Event) (*openStream, fakeEngine) {
 			s.streaming = &streaming
 			return s.listener, nil
 		},
-		listenFunc: func(sid string, notify func()) (handlers.Listener, error) {
+		listenFunc: func(sid string, _ bool, notify func()) (handlers.Listener, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.notify = notify
@@ -269,7 +269,7 @@ func TestStreamRefused(t *testing.T) {
 			status:  400, body: errorBody(toolgate.EBadRequest, "cursor 99 is past the log")},
 		{name: "a session that cannot be listened to",
 			engine: failing(func(d *fakeDelivery) {
-				d.listenFunc = func(sid string, _ func()) (handlers.Listener, error) {
+				d.listenFunc = func(sid string, _ bool, _ func()) (handlers.Listener, error) {
 					return nil, toolgate.Errorf(toolgate.ENotFound, "session %s is closed", sid)
 				}
 			}),

@@ -3,21 +3,13 @@ package handlers
 import (
 	"context"
 	"net"
-	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/toolgate/toolgate"
 )
 
 // streamWorkers is how many goroutines write to all hijacked streams.
 const streamWorkers = 8
-
-// streamWriteTimeout bounds one write to a stream; a client that does not
-// read for this long is cut off (it reconnects and resumes).
-const streamWriteTimeout = 10 * time.Second
 
 // streamHub serves event streams without a goroutine per stream. After a
 // stream's first events are written, its HTTP/1.1 connection is taken over
@@ -27,7 +19,6 @@ const streamWriteTimeout = 10 * time.Second
 // pool of workers then writes what is new, and one ticker schedules the
 // pings, whose failed writes are how a vanished client is noticed.
 type streamHub struct {
-	eng       Delivery
 	heartbeat time.Duration
 	work      chan *hubStream
 	stop      chan struct{}
@@ -39,28 +30,26 @@ type streamHub struct {
 	closed  bool
 }
 
-// hubStream is one taken-over stream.
+// hubStream is one taken-over stream: its connection and the event
+// stream written to it.
 type hubStream struct {
 	hub       *streamHub
-	sid       string
+	stream    *eventStream
 	ready     atomic.Bool // set once the connection is taken over
 	scheduled atomic.Bool // queued for a worker
-	pingDue   atomic.Bool
 
-	mu     sync.Mutex // held by the worker writing; guards the fields below
-	conn   net.Conn
-	l      Listener
-	cursor int64
-	ended  bool
+	mu    sync.Mutex // held by the worker writing; guards the fields below
+	conn  net.Conn
+	ended bool
 }
 
 // newStreamHub builds a hub; its workers run from start until close.
-func newStreamHub(eng Delivery, heartbeat time.Duration) *streamHub {
+func newStreamHub(heartbeat time.Duration) *streamHub {
 	return &streamHub{
-		eng: eng, heartbeat: heartbeat,
-		work:    make(chan *hubStream, 4096),
-		stop:    make(chan struct{}),
-		streams: map[*hubStream]struct{}{},
+		heartbeat: heartbeat,
+		work:      make(chan *hubStream, 4096),
+		stop:      make(chan struct{}),
+		streams:   map[*hubStream]struct{}{},
 	}
 }
 
@@ -80,8 +69,13 @@ func (h *streamHub) start() {
 	go h.runPings()
 }
 
-// wake is the stream's engine notification: schedule a write.
-func (s *hubStream) wake() { s.hub.schedule(s) }
+// newStream returns the hub's handle of stream, not yet taken over: the
+// stream's wake schedules it once adopt has made it ready.
+func (h *streamHub) newStream(stream *eventStream) *hubStream {
+	s := &hubStream{hub: h, stream: stream}
+	stream.wake = func() { h.schedule(s) }
+	return s
+}
 
 func (h *streamHub) schedule(s *hubStream) {
 	if !s.ready.Load() || !s.scheduled.CompareAndSwap(false, true) {
@@ -130,7 +124,7 @@ func (h *streamHub) runPings() {
 			}
 			h.mu.Unlock()
 			for _, s := range all {
-				s.pingDue.Store(true)
+				s.stream.pingDue.Store(true)
 				h.schedule(s)
 			}
 		}
@@ -138,11 +132,11 @@ func (h *streamHub) runPings() {
 }
 
 // adopt starts serving a stream whose connection has been taken over and
-// whose first events were written up to cursor. A hub that is not running
-// (not started, or closed) ends the stream at once rather than hold it
-// with nobody to write to it; the client reconnects.
-func (h *streamHub) adopt(s *hubStream, conn net.Conn, l Listener, cursor int64) {
-	s.conn, s.l, s.cursor = conn, l, cursor
+// whose first events were written. A hub that is not running (not
+// started, or closed) ends the stream at once rather than hold it with
+// nobody to write to it; the client reconnects.
+func (h *streamHub) adopt(s *hubStream, conn net.Conn) {
+	s.conn = conn
 	h.mu.Lock()
 	if !h.started || h.closed {
 		h.mu.Unlock()
@@ -168,8 +162,8 @@ func (s *hubStream) watchClose() {
 	s.end(false)
 }
 
-// serve writes what is new for one stream: its events after the cursor,
-// a ping if one is due, and the end if its session has ended.
+// serve writes what is new for one stream (see eventStream.step) and
+// ends it when its session has ended or a write failed.
 func (h *streamHub) serve(s *hubStream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,35 +171,11 @@ func (h *streamHub) serve(s *hubStream) {
 	if s.ended {
 		return
 	}
-	ended := false
-	select {
-	case <-s.l.Done():
-		ended = true
-	default:
-	}
-	events, cursor, err := h.eng.EventsAfter(context.Background(), s.sid, s.cursor)
-	if err != nil {
-		s.endLocked(false)
-		return
-	}
-	var body []byte
-	for _, ev := range events {
-		body = appendSSE(body, ev)
-	}
-	if s.pingDue.Swap(false) {
-		body = appendPing(body, time.Now())
-	}
-	if len(body) > 0 {
-		// Recorded before the bytes leave, so that an answer finds its call delivered.
-		h.eng.Delivered(s.sid, events)
-		if err := writeChunk(s.conn, body); err != nil {
-			s.endLocked(false)
-			return
-		}
-	}
-	s.cursor = cursor
-	if ended {
+	switch s.stream.step(context.Background(), true) {
+	case streamEnds:
 		s.endLocked(true)
+	case streamBroken:
+		s.endLocked(false)
 	}
 }
 
@@ -227,7 +197,7 @@ func (s *hubStream) endLocked(graceful bool) {
 		s.conn.Write([]byte("0\r\n\r\n"))
 	}
 	s.conn.Close()
-	s.l.Close()
+	s.stream.end()
 	h := s.hub
 	h.mu.Lock()
 	delete(h.streams, s)
@@ -253,70 +223,4 @@ func (h *streamHub) close() {
 	for _, s := range all {
 		s.end(true)
 	}
-}
-
-// writeChunk writes body as one chunk of a chunked HTTP/1.1 body.
-func writeChunk(conn net.Conn, body []byte) error {
-	frame := make([]byte, 0, len(body)+16)
-	frame = strconv.AppendInt(frame, int64(len(body)), 16)
-	frame = append(frame, "\r\n"...)
-	frame = append(frame, body...)
-	frame = append(frame, "\r\n"...)
-	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	_, err := conn.Write(frame)
-	return err
-}
-
-// streamHead is the response head of a taken-over stream: the status line,
-// the headers set so far (CORS among them) and the stream's own.
-func streamHead(h http.Header) []byte {
-	head := []byte("HTTP/1.1 200 OK\r\n")
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("Transfer-Encoding", "chunked")
-	// The connection is closed when the stream ends, even after a clean
-	// end; without this a client would keep it for its next request and
-	// find it reset.
-	h.Set("Connection", "close")
-	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	for name, values := range h {
-		for _, v := range values {
-			head = append(head, name...)
-			head = append(head, ": "...)
-			head = append(head, v...)
-			head = append(head, "\r\n"...)
-		}
-	}
-	return append(head, "\r\n"...)
-}
-
-// appendSSE appends one event in the text/event-stream format. Data is
-// stored compact, so it is one line.
-func appendSSE(buf []byte, ev toolgate.Event) []byte {
-	buf = append(buf, "id: "...)
-	buf = strconv.AppendInt(buf, ev.Seq, 10)
-	buf = append(buf, "\nevent: "...)
-	buf = append(buf, ev.Type...)
-	buf = append(buf, "\ndata: "...)
-	buf = append(buf, ev.Data...)
-	return append(buf, "\n\n"...)
-}
-
-// appendPing appends a ping event.
-func appendPing(buf []byte, now time.Time) []byte {
-	buf = append(buf, "event: ping\ndata: {\"type\":\"ping\",\"time\":\""...)
-	buf = now.UTC().AppendFormat(buf, toolgate.TimeLayout)
-	return append(buf, "\"}\n\n"...)
-}
-
-// appendReady appends the retry hint and the ready event a stream opens with.
-func appendReady(buf []byte, sid string, retry, heartbeat time.Duration) []byte {
-	buf = append(buf, "retry: "...)
-	buf = strconv.AppendInt(buf, retry.Milliseconds(), 10)
-	buf = append(buf, "\n\nevent: ready\ndata: {\"type\":\"ready\",\"session_id\":\""...)
-	buf = append(buf, sid...)
-	buf = append(buf, "\",\"heartbeat_ms\":"...)
-	buf = strconv.AppendInt(buf, heartbeat.Milliseconds(), 10)
-	return append(buf, "}\n\n"...)
 }

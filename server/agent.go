@@ -130,10 +130,7 @@ func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, startedBy
 		msgs = append(msgs, toolgate.ChatMessage{Role: toolgate.RoleUser, Content: req.Input})
 	}
 	if req.SessionID != "" {
-		a.e.mu.Lock()
-		open := a.e.sessions[req.SessionID] != nil
-		a.e.mu.Unlock()
-		if !open {
+		if !a.e.sessions.isOpen(req.SessionID) {
 			return "", nil, a.e.missingSession(ctx, req.SessionID)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -77,52 +78,42 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 		}
 		outcomes[i] = o
 	}
-	type endedCall struct {
-		id      string
-		status  toolgate.CallStatus
-		created time.Time
-	}
-	var finished []endedCall
 	now := e.now()
 	// Deliveries not yet written are written by the answers' own statement.
 	marks := make([]deliveryMark, len(answers))
 	for i := range answers {
 		if acks[i].Error == nil {
-			marks[i] = e.takeMark(acks[i].ID)
+			marks[i] = e.marks.take(acks[i].ID)
 		}
 	}
-	committed := false
-	defer func() {
+	type answered struct {
+		acks  []toolgate.AnswerAck
+		ended []endedCall
+	}
+	done, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (answered, error) {
+		// A fresh copy each run: a run rolled back leaves nothing behind.
+		out := answered{acks: slices.Clone(acks)}
 		for i := range answers {
-			if !committed || acks[i].Error != nil || acks[i].Duplicate || acks[i].Status == "" {
-				e.restoreMark(acks[i].ID, marks[i])
-			}
-		}
-	}()
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
-		finished = finished[:0]
-		for i := range answers {
-			ack := &acks[i]
+			ack := &out.acks[i]
 			if ack.Error != nil {
 				continue
 			}
-			ack.Status, ack.Duplicate = "", false
 			// The usual case in one statement: an open call of this session.
 			ended, err := tx.FinishAnswered(ack.ID, sid, outcomes[i], now, marks[i].first, marks[i].count)
 			if err != nil {
-				return err
+				return answered{}, err
 			}
 			if ended != nil {
 				// The woken caller reads the record from memory, not the table.
 				tx.RememberFinal(*ended)
 				ack.Status = outcomes[i].Status
-				finished = append(finished, endedCall{ack.ID, ack.Status, ended.CreatedTime()})
+				out.ended = append(out.ended, endedCall{id: ack.ID, status: ack.Status, created: ended.CreatedTime()})
 				continue
 			}
 			// Otherwise say why not.
 			row, err := tx.GetCall(ack.ID)
 			if err != nil {
-				return err
+				return answered{}, err
 			}
 			if row == nil || row.SessionID.String != sid {
 				ack.Error = toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", ack.ID)
@@ -144,21 +135,25 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 			// which the single writer rules out; report it as a conflict.
 			ack.Error = toolgate.Errorf(toolgate.EConflict, "call %s could not be answered in status %s", ack.ID, status)
 		}
-		return nil
+		return out, nil
 	})
-	committed = err == nil
+	// Deliveries an answer did not record go back, to be written later.
+	for i := range answers {
+		if err != nil || done.acks[i].Error != nil || done.acks[i].Duplicate || done.acks[i].Status == "" {
+			e.marks.restore(acks[i].ID, marks[i])
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range finished {
-		e.callEnded(f.id, f.status, f.created)
-	}
-	return acks, nil
+	e.afterCallsEnded(done.ended...)
+	return done.acks, nil
 }
 
 // ReportProgress stores a call's latest progress and pushes its deadline
 // out by the call's timeout, never past its creation plus the gateway's
-// maximum call length, and never earlier than it was.
+// maximum call length, and never earlier than it was; then it passes the
+// report to those watching the call (a run waiting on it).
 func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.ProgressReport) (*toolgate.ProgressAck, error) {
 	if p.Type != "" && p.Type != "tool_progress" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, `type must be "tool_progress"`)
@@ -173,33 +168,34 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 	if len(progress) > 16<<10 {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "progress is limited to 16 KiB")
 	}
+	progress = json.RawMessage(compactJSON(progress))
 	now := e.now()
-	var deadline time.Time
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
+	deadline, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (time.Time, error) {
 		row, err := tx.GetCall(p.ID)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		if row == nil || row.SessionID.String != sid {
-			return store.Refuse(toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", p.ID))
+			return time.Time{}, store.Refuse(toolgate.Errorf(toolgate.ENotFound, "this session has no call %s", p.ID))
 		}
 		if toolgate.CallStatus(row.Status).Final() {
-			return store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status))
+			return time.Time{}, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status))
 		}
-		deadline = now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
+		deadline := now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
 		if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {
 			deadline = limit
 		}
 		if current := row.DeadlineTime(); deadline.Before(current) {
 			deadline = current
 		}
-		_, err = tx.SetProgress(p.ID, []byte(compactJSON(progress)), deadline)
-		return err
+		_, err = tx.SetProgress(p.ID, progress, deadline)
+		return deadline, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.deadlines.schedule(p.ID, deadline)
+	e.progress.reported(p.ID, progress)
 	e.log.Debug("call progress", "call", p.ID, "deadline", deadline)
 	return &toolgate.ProgressAck{Type: "progress_acknowledged", ID: p.ID, Deadline: toolgate.NewTime(deadline)}, nil
 }

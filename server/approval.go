@@ -24,13 +24,11 @@ func (e *Engine) approverOf(secret string) (approver, error) {
 	if e.IsAgentKey(secret) {
 		return approver{agent: true}, nil
 	}
-	e.mu.Lock()
-	s := e.byToken[hashToken(secret)]
-	e.mu.Unlock()
-	if s == nil {
+	var sid string
+	if !e.sessions.withToken(hashToken(secret), func(s *sessionState) { sid = s.row.ID }) {
 		return approver{}, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key or session token")
 	}
-	return approver{sessionID: s.row.ID}, nil
+	return approver{sessionID: sid}, nil
 }
 
 // mayDecide checks inside tx that the approver may decide on the call: the
@@ -88,30 +86,29 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 		return nil, err
 	}
 	now := e.now()
-	var row *store.CallRow
-	err = e.st.Write(ctx, func(tx *store.Tx) error {
-		var err error
-		if row, err = e.checkAwaiting(tx, id, by); err != nil {
-			return err
+	row, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (*store.CallRow, error) {
+		row, err := e.checkAwaiting(tx, id, by)
+		if err != nil {
+			return nil, err
 		}
 		deadline := now.Add(msDuration(row.TimeoutMS))
 		if _, err := tx.SetCallStatus(id, toolgate.StatusPending, deadline); err != nil {
-			return err
+			return nil, err
 		}
 		row.Status, row.Deadline = string(toolgate.StatusPending), deadline.UnixMilli()
 		if !row.SessionID.Valid {
-			return nil
+			return row, nil
 		}
 		_, err = tx.AppendEvent(row.SessionID.String, toolgate.EventToolCallRequest, id,
 			requestEvent(id, row.Tool, []byte(row.Args), deadline, 1), now)
-		return err
+		return row, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.deadlines.schedule(id, row.DeadlineTime())
 	if row.SessionID.Valid {
-		e.wakeSession(row.SessionID.String)
+		e.sessions.wake(row.SessionID.String)
 	} else if tool, _, err := e.builtinEntry(row.Tool); err == nil {
 		e.startBuiltin(row, tool)
 	}
@@ -138,17 +135,24 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 		message += ": " + reason
 	}
 	now := e.now()
-	err = e.st.Write(ctx, func(tx *store.Tx) error {
-		if _, err := e.checkAwaiting(tx, id, by); err != nil {
-			return err
+	ended, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (endedCall, error) {
+		row, err := e.checkAwaiting(tx, id, by)
+		if err != nil {
+			return endedCall{}, err
 		}
-		_, err := tx.FinishCall(id, store.Outcome{Status: toolgate.StatusDenied, ErrorCode: toolgate.EDenied, ErrorMessage: message}, now)
-		return err
+		// Awaiting approval: its client was never sent it, and is not told.
+		ended, ok, err := endCall(tx, row, store.Outcome{Status: toolgate.StatusDenied, ErrorCode: toolgate.EDenied, ErrorMessage: message},
+			toolgate.CancelDenied, now)
+		if err == nil && !ok {
+			// Not open any more, though just read so: nothing was written.
+			return endedCall{}, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended", id))
+		}
+		return ended, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	e.callEnded(id, toolgate.StatusDenied, time.Time{})
+	e.afterCallsEnded(ended)
 	e.log.Debug("call denied", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
 	return e.GetCall(ctx, id)
 }
@@ -157,20 +161,13 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 // to its tools marked unless_auto_approved go out without waiting (tools
 // marked always still wait).
 func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
-	e.mu.Lock()
-	open := e.sessions[sid] != nil
-	e.mu.Unlock()
-	if !open {
+	if !e.sessions.isOpen(sid) {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 	}
 	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.SetAutoApprove(sid, on) }); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
-		s.row.AutoApprove = on
-	}
-	e.mu.Unlock()
+	e.sessions.with(sid, func(s *sessionState) { s.row.AutoApprove = on })
 	return e.SessionView(ctx, sid)
 }
 

@@ -118,21 +118,20 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 				e.log.Error("built-in tool failed", "tool", tool.Name(), "call", id, "err", err)
 			}
 		}
-		var ended bool
-		werr := e.st.Write(context.Background(), func(tx *store.Tx) error {
+		ended, werr := store.WriteValue(context.Background(), e.st, func(tx *store.Tx) (bool, error) {
 			if err := tx.MarkDelivered([]string{id}, started); err != nil {
-				return err
+				return false, err
 			}
-			var err error
-			ended, err = tx.FinishCall(id, o, e.now())
-			return err
+			return tx.FinishCall(id, o, e.now())
 		})
 		if werr != nil {
 			e.log.Error("store built-in call outcome", "call", id, "err", werr)
 			return
 		}
 		if ended {
-			e.callEnded(id, o.Status, time.Time{})
+			// No creation time: the round-trip histogram is of calls
+			// answered by clients.
+			e.afterCallsEnded(endedCall{id: id, status: o.Status})
 		}
 	}()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,20 +61,22 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	}
 
 	now := e.now()
-	e.mu.Lock()
-	s := e.sessions[req.SessionID]
-	if s == nil {
-		e.mu.Unlock()
+	var (
+		tool                            *toolEntry
+		closing, reachable, autoApprove bool
+	)
+	open := e.sessions.with(req.SessionID, func(s *sessionState) {
+		closing = s.closing > 0
+		tool = s.tools[req.Tool]
+		reachable = s.reachable(now, e.cfg)
+		autoApprove = s.row.AutoApprove
+	})
+	if !open {
 		return nil, false, e.missingSession(ctx, req.SessionID)
 	}
-	if s.closing > 0 {
-		e.mu.Unlock()
+	if closing {
 		return nil, false, toolgate.Errorf(toolgate.ENotFound, "session %s is being closed", req.SessionID)
 	}
-	tool := s.tools[req.Tool]
-	reachable := s.reachable(now, e.cfg)
-	autoApprove := s.row.AutoApprove
-	e.mu.Unlock()
 	if tool == nil {
 		return nil, false, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", req.SessionID, req.Tool)
 	}
@@ -110,16 +111,13 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 // stored (when wake) and reports true, unless the session is being closed
 // or is gone.
 func (e *Engine) wakeUnlessClosing(sid string, wake bool) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.sessions[sid]
-	if s == nil || s.closing > 0 {
-		return false
-	}
-	if wake {
-		s.wakeLocked()
-	}
-	return true
+	open := false
+	e.sessions.with(sid, func(s *sessionState) {
+		if open = s.closing == 0; open && wake {
+			s.wakeLocked()
+		}
+	})
+	return open
 }
 
 // endIfSessionClosed settles a call stored while its session was being
@@ -132,39 +130,30 @@ func (e *Engine) wakeUnlessClosing(sid string, wake bool) bool {
 func (e *Engine) endIfSessionClosed(ctx context.Context, row *store.CallRow) (*toolgate.Call, bool, error) {
 	sid := row.SessionID.String
 	now := e.now()
-	var ended bool
 	// Not cut short by the caller going away: the call is stored either way.
-	err := e.st.Write(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		ended = false
+	ended, err := store.WriteValue(context.WithoutCancel(ctx), e.st, func(tx *store.Tx) (*endedCall, error) {
 		sess, err := tx.GetSession(sid)
 		if err != nil || sess == nil || !sess.Closed() {
-			return err
+			return nil, err
 		}
-		message := "the session was closed"
-		if sess.CloseReason == "expired" {
-			message = "the session expired"
+		current, err := tx.GetCall(row.ID)
+		if err != nil || current == nil {
+			return nil, err
 		}
-		ok, err := tx.FinishCall(row.ID, store.Outcome{
-			Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message,
-		}, now)
+		ended, ok, err := endCall(tx, current, sessionClosedOutcome(sess.CloseReason), toolgate.CancelSessionClosed, now)
 		if err != nil || !ok {
-			return err
+			return nil, err
 		}
-		ended = true
-		if row.Status == string(toolgate.StatusAwaitingApproval) {
-			return nil // its client was never sent it
-		}
-		_, err = tx.AppendEvent(sid, toolgate.EventCallCancelled, row.ID, cancelledEvent(row.ID, toolgate.CancelSessionClosed), now)
-		return err
+		return &ended, nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	if ended {
-		e.callEnded(row.ID, toolgate.StatusCancelled, time.Time{})
+	if ended != nil {
+		e.afterCallsEnded(*ended)
 		e.log.Debug("call cancelled: its session closed as it was stored", "call", row.ID, "session", sid)
 	} else if row.Status == string(toolgate.StatusPending) {
-		e.wakeSession(sid) // the session may still be open
+		e.sessions.wake(sid) // the session may still be open
 	}
 	call, err := e.GetCall(ctx, row.ID)
 	return call, true, err
@@ -218,10 +207,10 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	newRow.SetRunID(opts.RunID)
 	newRow.RateLimited = spec.RateLimit != nil
 	// Known open before the commit, not after: once committed, the call can
-	// be delivered, answered and ended (callEnded forgets it) before this
+	// be delivered, answered and ended (afterCallsEnded forgets it) before this
 	// goroutine runs again, and marking it open then would leave a waiter
 	// waiting for an end that already happened.
-	e.callOpened(newRow.ID)
+	e.waiters.opened(newRow.ID)
 	// A pending call of a session is sent to its client: its event is
 	// encoded here, not on the writer's goroutine.
 	sendsRequest := sessionID != "" && status == toolgate.StatusPending
@@ -249,8 +238,8 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		return err
 	})
 	if err != nil {
-		e.callNotStored(newRow.ID)
-		if opts.IdempotencyKey != "" && strings.Contains(err.Error(), "UNIQUE") {
+		e.waiters.notStored(newRow.ID)
+		if errors.Is(err, store.ErrDuplicateIdempotencyKey) {
 			// The same key raced another request; that one's call wins.
 			if existing, ferr := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); ferr == nil && existing != nil {
 				if _, _, err := sameCallOrConflict(existing, toolgate.CallRequest{SessionID: sessionID, Tool: tool, Args: args}); err != nil {
@@ -319,11 +308,11 @@ func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*
 		timer = t.C
 	}
 	for {
-		ended, open := e.callWaiter(id)
+		ended, open := e.waiters.wait(id)
 		if !open || wait == 0 {
 			c, err := e.GetCall(ctx, id)
 			if err != nil || c.Status.Final() || wait == 0 {
-				e.releaseWaiter(id, ended)
+				e.waiters.release(id, ended)
 				return c, err
 			}
 		}
@@ -331,75 +320,16 @@ func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*
 		case <-ended:
 			// The call ended (the channel is already forgotten); read it again.
 		case <-timer:
-			e.releaseWaiter(id, ended)
+			e.waiters.release(id, ended)
 			return e.GetCall(ctx, id)
 		case <-ctx.Done():
-			e.releaseWaiter(id, ended)
+			e.waiters.release(id, ended)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return e.GetCall(context.WithoutCancel(ctx), id)
 			}
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// callWaiter returns a channel closed when the call ends, and whether the
-// call is known to be open (then it cannot have ended before the waiter
-// was registered). Waiters of the same call share one channel; each must
-// call releaseWaiter unless the channel was closed.
-func (e *Engine) callWaiter(id string) (chan struct{}, bool) {
-	e.waitMu.Lock()
-	defer e.waitMu.Unlock()
-	w := e.waiters[id]
-	if w == nil {
-		w = &callWaiters{ch: make(chan struct{})}
-		e.waiters[id] = w
-	}
-	w.count++
-	_, open := e.openCalls[id]
-	return w.ch, open
-}
-
-// callOpened records a call about to be stored as open by this process.
-func (e *Engine) callOpened(id string) {
-	e.waitMu.Lock()
-	e.openCalls[id] = struct{}{}
-	e.waitMu.Unlock()
-}
-
-// callNotStored forgets a call whose storing failed.
-func (e *Engine) callNotStored(id string) {
-	e.waitMu.Lock()
-	delete(e.openCalls, id)
-	e.waitMu.Unlock()
-}
-
-// releaseWaiter drops one waiter that stopped waiting before the call
-// ended, so that waits on calls that never end here (an unknown id, a
-// caller that gave up) leave nothing behind.
-func (e *Engine) releaseWaiter(id string, ch chan struct{}) {
-	e.waitMu.Lock()
-	defer e.waitMu.Unlock()
-	if w := e.waiters[id]; w != nil && w.ch == ch {
-		if w.count--; w.count <= 0 {
-			delete(e.waiters, id)
-		}
-	}
-}
-
-// callEnded wakes everyone waiting on a call that reached a final status
-// and records it in the metrics. created is zero when unknown.
-func (e *Engine) callEnded(id string, status toolgate.CallStatus, created time.Time) {
-	e.waitMu.Lock()
-	w := e.waiters[id]
-	delete(e.waiters, id)
-	delete(e.openCalls, id)
-	e.waitMu.Unlock()
-	if w != nil {
-		close(w.ch)
-	}
-	e.metrics.callEnded(status, created, e.now())
-	e.log.Debug("call "+string(status), "call", id)
 }
 
 // ListCalls returns the call history, newest first, a page at a time.
@@ -439,44 +369,31 @@ func (e *Engine) ListCalls(ctx context.Context, q toolgate.CallQuery) (*toolgate
 // CancelCall ends an open call as cancelled and tells its client. A call
 // that has already ended is CALL_CLOSED.
 func (e *Engine) CancelCall(ctx context.Context, id string) (*toolgate.Call, error) {
-	return e.endOpenCall(ctx, id, store.Outcome{
-		Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: "the call was cancelled by the caller",
-	}, toolgate.CancelCancelled)
-}
-
-// endOpenCall moves an open call to a final status set by the gateway side
-// (cancel, deny) and, when its client was sent the call, appends a
-// call_cancelled event with reason.
-func (e *Engine) endOpenCall(ctx context.Context, id string, o store.Outcome, reason string) (*toolgate.Call, error) {
 	now := e.now()
-	var row *store.CallRow
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
-		var err error
-		row, err = tx.GetCall(id)
+	ended, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (endedCall, error) {
+		row, err := tx.GetCall(id)
 		if err != nil {
-			return err
+			return endedCall{}, err
 		}
 		if row == nil {
-			return store.Refuse(toolgate.Errorf(toolgate.ENotFound, "no call %s", id))
+			return endedCall{}, store.Refuse(toolgate.Errorf(toolgate.ENotFound, "no call %s", id))
 		}
+		closed := store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, row.Status))
 		if toolgate.CallStatus(row.Status).Final() {
-			return store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, row.Status))
+			return endedCall{}, closed
 		}
-		if _, err := tx.FinishCall(id, o, now); err != nil {
-			return err
+		ended, ok, err := endCall(tx, row, store.Outcome{
+			Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: "the call was cancelled by the caller",
+		}, toolgate.CancelCancelled, now)
+		if err == nil && !ok {
+			return endedCall{}, closed // nothing was written
 		}
-		if row.SessionID.Valid && row.Status != string(toolgate.StatusAwaitingApproval) {
-			_, err = tx.AppendEvent(row.SessionID.String, toolgate.EventCallCancelled, id, cancelledEvent(id, reason), now)
-		}
-		return err
+		return ended, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if row.SessionID.Valid {
-		e.wakeSession(row.SessionID.String)
-	}
-	e.callEnded(id, o.Status, time.Time{})
+	e.afterCallsEnded(ended)
 	return e.GetCall(ctx, id)
 }
 
@@ -486,11 +403,5 @@ func requestEvent(id, tool string, args json.RawMessage, deadline time.Time, att
 		Type: toolgate.EventToolCallRequest, ID: id, Name: tool, Args: args,
 		Deadline: toolgate.NewTime(deadline), Attempt: attempt,
 	})
-	return b
-}
-
-// cancelledEvent encodes a call_cancelled event.
-func cancelledEvent(id, reason string) []byte {
-	b, _ := json.Marshal(toolgate.CallCancelled{Type: toolgate.EventCallCancelled, ID: id, Reason: reason})
 	return b
 }

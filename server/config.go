@@ -70,6 +70,10 @@ type Config struct {
 	EventRetention  time.Duration // how long stream events are kept for replay
 	ShutdownTimeout time.Duration // how long SIGTERM waits for requests to finish
 
+	// MaxStreamSessions bounds the sessions of one multi-session stream or
+	// poll (POST /v1/streams, POST /v1/poll).
+	MaxStreamSessions int
+
 	// ApprovalTimeout is how long a call may wait for approval before it
 	// ends timed_out.
 	ApprovalTimeout time.Duration
@@ -109,6 +113,8 @@ func DefaultConfig() Config {
 		EventRetention:  24 * time.Hour,
 		ShutdownTimeout: 10 * time.Second,
 		ApprovalTimeout: 15 * time.Minute,
+
+		MaxStreamSessions: 64,
 	}
 }
 
@@ -143,6 +149,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.MaxStreamSessions == 0 {
+		c.MaxStreamSessions = d.MaxStreamSessions
 	}
 	return c
 }
@@ -179,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxToolsPerSess < 1 {
 		errs = append(errs, errors.New("max tools per session must be at least 1"))
+	}
+	if c.MaxStreamSessions < 1 {
+		errs = append(errs, errors.New("max stream sessions must be at least 1"))
 	}
 	switch {
 	case c.TLSCert != "" && c.TLSKey == "":

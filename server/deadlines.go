@@ -75,14 +75,25 @@ func (q *deadlineQueue) due() ([]string, time.Duration) {
 	return ids, q.h[0].at.Sub(now)
 }
 
+// tick is one step of the queue: it expires the calls whose deadlines have
+// come and returns how many entries it took and how long until the next
+// one. The loop (run) calls it; tests may call it to drive the queue
+// without waiting.
+func (q *deadlineQueue) tick() (taken int, wait time.Duration) {
+	ids, wait := q.due()
+	if len(ids) > 0 {
+		q.expire(ids)
+	}
+	return len(ids), wait
+}
+
 // run expires calls as their deadlines pass, until stop closes.
 func (q *deadlineQueue) run(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		ids, wait := q.due()
-		if len(ids) > 0 {
-			q.expire(ids)
+		taken, wait := q.tick()
+		if taken > 0 {
 			continue
 		}
 		timer.Reset(wait)
@@ -100,15 +111,7 @@ func (q *deadlineQueue) run(stop <-chan struct{}) {
 // in time) so that they cost no read on the single writer. The sweep's
 // overdue query is the safety net for anything this could miss.
 func (e *Engine) expireOpenCalls(ids []string) {
-	e.waitMu.Lock()
-	open := ids[:0]
-	for _, id := range ids {
-		if _, ok := e.openCalls[id]; ok {
-			open = append(open, id)
-		}
-	}
-	e.waitMu.Unlock()
-	e.expireCalls(open)
+	e.expireCalls(e.waiters.stillOpen(ids))
 }
 
 // expireCalls ends as timed_out every listed call that is still open and
@@ -120,17 +123,12 @@ func (e *Engine) expireCalls(ids []string) {
 		return
 	}
 	now := e.now()
-	type expired struct {
-		id, session string
-		created     time.Time
-	}
-	var done []expired
-	err := e.st.Write(context.Background(), func(tx *store.Tx) error {
-		done = done[:0]
+	ended, err := store.WriteValue(context.Background(), e.st, func(tx *store.Tx) ([]endedCall, error) {
+		var ended []endedCall
 		for _, id := range ids {
 			row, err := tx.GetCall(id)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if row == nil || toolgate.CallStatus(row.Status).Final() || row.DeadlineTime().After(now) {
 				continue
@@ -139,23 +137,17 @@ func (e *Engine) expireCalls(ids []string) {
 			if row.Status == string(toolgate.StatusAwaitingApproval) {
 				message = "no approval before the call's deadline"
 			}
-			ok, err := tx.FinishCall(id, store.Outcome{
+			c, ok, err := endCall(tx, row, store.Outcome{
 				Status: toolgate.StatusTimedOut, ErrorCode: toolgate.ETimeout, ErrorMessage: message,
-			}, now)
+			}, toolgate.CancelTimeout, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if !ok {
-				continue
+			if ok {
+				ended = append(ended, c)
 			}
-			if row.SessionID.Valid && row.Status != string(toolgate.StatusAwaitingApproval) {
-				if _, err := tx.AppendEvent(row.SessionID.String, toolgate.EventCallCancelled, id, cancelledEvent(id, toolgate.CancelTimeout), now); err != nil {
-					return err
-				}
-			}
-			done = append(done, expired{id, row.SessionID.String, row.CreatedTime()})
 		}
-		return nil
+		return ended, nil
 	})
 	if err != nil {
 		e.log.Error("expire calls", "err", err, "calls", len(ids))
@@ -166,10 +158,5 @@ func (e *Engine) expireCalls(ids []string) {
 		}
 		return
 	}
-	for _, d := range done {
-		if d.session != "" {
-			e.wakeSession(d.session)
-		}
-		e.callEnded(d.id, toolgate.StatusTimedOut, d.created)
-	}
+	e.afterCallsEnded(ended...)
 }

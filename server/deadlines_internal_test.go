@@ -12,6 +12,8 @@ import (
 
 // TestSweepEndsOverdueCalls: a call the deadline queue skips (here: its
 // engine forgot it was open) is still ended timed_out by the next sweep.
+// The test drives the queue by hand (tick) on a clock it moves: the
+// queue's own loop would wait a real minute for the call's deadline.
 func TestSweepEndsOverdueCalls(t *testing.T) {
 	var mu sync.Mutex
 	offset := time.Duration(0)
@@ -22,18 +24,21 @@ func TestSweepEndsOverdueCalls(t *testing.T) {
 	}, "slow")
 	e := srv.Engine
 	ctx := context.Background()
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow", Args: json.RawMessage(`{}`), TimeoutMS: 1000}, "")
+	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow", Args: json.RawMessage(`{}`), TimeoutMS: 60000}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.callNotStored(call.ID) // the engine no longer knows the call is open
+	e.waiters.notStored(call.ID) // the engine no longer knows the call is open
 
 	mu.Lock()
-	offset = 5 * time.Second
+	offset = 2 * time.Minute
 	mu.Unlock()
-	e.deadlines.schedule("nudge", now()) // let the queue run its (skipping) expiry
-	if got, _ := e.GetCall(ctx, call.ID); got.Status.Final() {
-		t.Fatalf("the queue ended a call it should have skipped: %s", got.Status)
+	// The queue's expiry runs here, before the checks below.
+	if taken, _ := e.deadlines.tick(); taken != 1 {
+		t.Fatalf("the queue took %d deadlines, want the call's one", taken)
+	}
+	if got, err := e.GetCall(ctx, call.ID); err != nil || got.Status.Final() {
+		t.Fatalf("the queue ended a call it should have skipped: %+v %v", got, err)
 	}
 	e.Sweep(ctx)
 	got, err := e.GetCall(ctx, call.ID)

@@ -19,7 +19,7 @@ type listener struct {
 	e         *Engine
 	s         *sessionState
 	wake      chan struct{}
-	notify    func() // instead of wake, when set: called (under the engine's lock) on growth and on close
+	notify    func() // instead of wake, when set: called (under the session table's lock) on growth and on close
 	streaming bool
 	closed    bool
 }
@@ -30,24 +30,35 @@ func (l *listener) Wake() <-chan struct{} { return l.wake }
 // Done implements handlers.Listener.
 func (l *listener) Done() <-chan struct{} { return l.s.done }
 
+// EndReason implements handlers.Listener: why the session ended, once
+// Done is closed ("" before, and when it closed at shutdown).
+func (l *listener) EndReason() string {
+	select {
+	case <-l.s.done:
+		return l.s.endReason // written before done was closed
+	default:
+		return ""
+	}
+}
+
 // Close implements handlers.Listener: the stream or poll has ended.
 func (l *listener) Close() {
 	e := l.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if l.closed {
-		return
-	}
-	l.closed = true
-	delete(l.s.listeners, l)
-	now := e.now()
-	if l.streaming {
-		l.s.streams--
-	} else {
-		l.s.polls--
-		l.s.lastPoll = now
-	}
-	l.s.lastSeen = now
+	e.sessions.locked(func() {
+		if l.closed {
+			return
+		}
+		l.closed = true
+		delete(l.s.listeners, l)
+		now := e.now()
+		if l.streaming {
+			l.s.streams--
+		} else {
+			l.s.polls--
+			l.s.lastPoll = now
+		}
+		l.s.lastSeen = now
+	})
 }
 
 // Listen registers a stream (streaming) or a held poll of session sid. It
@@ -57,45 +68,37 @@ func (e *Engine) Listen(sid string, streaming bool) (handlers.Listener, error) {
 	return e.listen(sid, streaming, nil)
 }
 
-// ListenFunc registers a stream of session sid that is told of new events,
-// and of the session's end, by a call of notify instead of a channel, so
-// that an idle stream needs no goroutine waiting on it. notify is called
-// with the engine's lock held: it must only schedule work, never block or
-// call back into the engine.
-func (e *Engine) ListenFunc(sid string, notify func()) (handlers.Listener, error) {
-	return e.listen(sid, true, notify)
+// ListenFunc registers a stream (streaming) or a held poll of session sid
+// that is told of new events, and of the session's end, by a call of
+// notify instead of a channel, so that an idle stream needs no goroutine
+// waiting on it, and one goroutine can serve many sessions. notify is
+// called with the session table's lock held: it must only schedule work,
+// never block or call back into the engine.
+func (e *Engine) ListenFunc(sid string, streaming bool, notify func()) (handlers.Listener, error) {
+	return e.listen(sid, streaming, notify)
 }
 
 func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Listener, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.sessions[sid]
-	if s == nil {
-		return nil, toolgate.Errorf(toolgate.EUnauthenticated, "session %s is not open", sid)
-	}
-	l := &listener{e: e, s: s, notify: notify, streaming: streaming}
+	l := &listener{e: e, notify: notify, streaming: streaming}
 	if notify == nil {
 		l.wake = make(chan struct{}, 1)
 	}
-	s.listeners[l] = struct{}{}
-	now := e.now()
-	if streaming {
-		s.streams++
-	} else {
-		s.polls++
-		s.lastPoll = now
+	open := e.sessions.with(sid, func(s *sessionState) {
+		l.s = s
+		s.listeners[l] = struct{}{}
+		now := e.now()
+		if streaming {
+			s.streams++
+		} else {
+			s.polls++
+			s.lastPoll = now
+		}
+		s.lastSeen = now
+	})
+	if !open {
+		return nil, toolgate.Errorf(toolgate.EUnauthenticated, "session %s is not open", sid)
 	}
-	s.lastSeen = now
 	return l, nil
-}
-
-// wakeSession signals every stream and poll of a session.
-func (e *Engine) wakeSession(sid string) {
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
-		s.wakeLocked()
-	}
-	e.mu.Unlock()
 }
 
 func (s *sessionState) wakeLocked() {
@@ -178,7 +181,7 @@ func (e *Engine) Delivered(sid string, events []toolgate.Event) {
 	if len(ids) == 0 {
 		return
 	}
-	e.markDelivered(ids, e.now())
+	e.marks.note(ids, e.now())
 	if e.log.Enabled(context.Background(), -4) {
 		for _, id := range ids {
 			e.log.Debug("call delivered", "call", id, "session", sid)

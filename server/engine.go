@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -35,7 +34,10 @@ type BuiltinTools interface {
 // Engine is the gateway's core. All state changes go through the store
 // before anyone is told of them; the engine's memory holds only what can be
 // rebuilt from the store (sessions, compiled tool schemas, presence,
-// waiters and the deadline queue).
+// waiters and the deadline queue). Each piece of that memory is a type of
+// its own, with its lock and the invariant it keeps: sessionTable
+// (sessiontable.go), callWaiters (waiters.go), deliveryMarks (marks.go),
+// progressWatchers (progress.go) and deadlineQueue (deadlines.go).
 type Engine struct {
 	cfg      Config
 	st       *store.Store
@@ -54,32 +56,14 @@ type Engine struct {
 	builtinMu      sync.Mutex
 	builtinEntries map[string]*toolEntry // compiled schemas of built-in tools
 
-	progressMu   sync.Mutex
-	progressSubs map[string]map[chan json.RawMessage]struct{} // by call id
-
-	mu       sync.Mutex
-	sessions map[string]*sessionState // open sessions by id
-	byToken  map[string]*sessionState // open sessions by token hash
-
-	waitMu  sync.Mutex
-	waiters map[string]*callWaiters // by call id
-	// openCalls are the calls known to be open: stored by this process or
-	// recovered at start, and not yet ended (callEnded removes them). A
-	// waiter on one of them need not read it before waiting.
-	openCalls map[string]struct{}
-
-	deadlines *deadlineQueue
-	marks     deliveryMarks // deliveries not yet written
+	sessions  *sessionTable     // the open sessions, by id and token
+	waiters   *callWaiters      // who waits for which call; the calls known open
+	deadlines *deadlineQueue    // open calls' deadlines
+	marks     *deliveryMarks    // deliveries not yet written
+	progress  *progressWatchers // runs waiting on calls, told of their progress
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
-}
-
-// callWaiters is the channel closed when one call ends, shared by all who
-// wait on it, with their count.
-type callWaiters struct {
-	ch    chan struct{}
-	count int
 }
 
 // NewEngine builds the engine over an open store and recovers its state:
@@ -95,20 +79,19 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		log = slog.Default()
 	}
 	e := &Engine{
-		cfg:       cfg,
-		st:        st,
-		log:       log,
-		now:       time.Now,
-		sessions:  map[string]*sessionState{},
-		byToken:   map[string]*sessionState{},
-		waiters:   map[string]*callWaiters{},
-		openCalls: map[string]struct{}{},
-		schemas:   newSchemaCache(),
-		stop:      make(chan struct{}),
-		hooks:     &agentloop.Hooks{},
+		cfg:      cfg,
+		st:       st,
+		log:      log,
+		now:      time.Now,
+		sessions: newSessionTable(),
+		marks:    newDeliveryMarks(st),
+		progress: newProgressWatchers(),
+		waiters:  newCallWaiters(),
+		schemas:  newSchemaCache(),
+		stop:     make(chan struct{}),
+		hooks:    &agentloop.Hooks{},
 
 		builtinEntries: map[string]*toolEntry{},
-		progressSubs:   map[string]map[chan json.RawMessage]struct{}{},
 	}
 	e.life, e.endLife = context.WithCancel(context.Background())
 	if cfg.Now != nil {
@@ -135,12 +118,12 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	}
 	for _, c := range open {
 		e.deadlines.schedule(c.ID, c.DeadlineTime())
-		e.openCalls[c.ID] = struct{}{}
+		e.waiters.opened(c.ID)
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()
 	go func() { defer e.stopped.Done(); e.sweepLoop() }()
-	log.Info("engine recovered", "sessions", len(e.sessions), "open_calls", len(open))
+	log.Info("engine recovered", "sessions", e.sessions.count(), "open_calls", len(open))
 	return e, nil
 }
 
@@ -162,12 +145,8 @@ func (e *Engine) Close() {
 	close(e.stop)
 	e.endLife()
 	e.stopped.Wait()
-	e.flushMarks() // before the store closes
-	e.mu.Lock()
-	for _, s := range e.sessions {
-		s.closeListeners()
-	}
-	e.mu.Unlock()
+	e.marks.flush() // before the store closes
+	e.sessions.closeAll()
 }
 
 // AgentKey returns the caller/admin secret.

@@ -16,10 +16,19 @@ import (
 // delivery time recorded is when it went out.
 const markDelay = 100 * time.Millisecond
 
-// deliveryMarks holds the deliveries of calls not yet recorded.
+// deliveryMarks holds the deliveries of calls written to their clients and
+// not yet recorded in the store. It keeps these invariants:
+//
+//   - A delivery stays in pending until one write records it: the answer
+//     that takes it (take; restore puts it back when that answer's write
+//     did not record it) or the flush that hands pending to the store.
+//   - Whenever pending has changed since the last flush, a flush is armed
+//     (armed), so no mark waits longer than markDelay and one write.
 type deliveryMarks struct {
+	st *store.Store
+
 	mu      sync.Mutex
-	pending map[string]deliveryMark
+	pending map[string]deliveryMark // by call id
 	armed   bool
 }
 
@@ -29,9 +38,11 @@ type deliveryMark struct {
 	count int
 }
 
-// markDelivered notes deliveries and arms the flush.
-func (e *Engine) markDelivered(ids []string, now time.Time) {
-	e.noteMarks(func(pending map[string]deliveryMark) {
+func newDeliveryMarks(st *store.Store) *deliveryMarks { return &deliveryMarks{st: st} }
+
+// note records deliveries and arms the flush.
+func (m *deliveryMarks) note(ids []string, now time.Time) {
+	m.change(func(pending map[string]deliveryMark) {
 		for _, id := range ids {
 			d := pending[id]
 			if d.count == 0 {
@@ -43,10 +54,9 @@ func (e *Engine) markDelivered(ids []string, now time.Time) {
 	})
 }
 
-// takeMark removes and returns a call's unrecorded deliveries, for the
-// answer that records them.
-func (e *Engine) takeMark(id string) deliveryMark {
-	m := &e.marks
+// take removes and returns a call's unrecorded deliveries, for the answer
+// that records them.
+func (m *deliveryMarks) take(id string) deliveryMark {
 	m.mu.Lock()
 	d := m.pending[id]
 	delete(m.pending, id)
@@ -54,12 +64,12 @@ func (e *Engine) takeMark(id string) deliveryMark {
 	return d
 }
 
-// restoreMark puts back deliveries an answer did not record.
-func (e *Engine) restoreMark(id string, d deliveryMark) {
+// restore puts back deliveries an answer did not record.
+func (m *deliveryMarks) restore(id string, d deliveryMark) {
 	if d.count == 0 {
 		return
 	}
-	e.noteMarks(func(pending map[string]deliveryMark) {
+	m.change(func(pending map[string]deliveryMark) {
 		if cur, ok := pending[id]; ok {
 			d.count += cur.count
 		}
@@ -67,28 +77,26 @@ func (e *Engine) restoreMark(id string, d deliveryMark) {
 	})
 }
 
-// noteMarks changes the unrecorded deliveries (a flush may have taken the
-// map away: it starts a new one) and arms the flush.
-func (e *Engine) noteMarks(change func(pending map[string]deliveryMark)) {
-	m := &e.marks
+// change changes the unrecorded deliveries (a flush may have taken the map
+// away: it starts a new one) and arms the flush.
+func (m *deliveryMarks) change(fn func(pending map[string]deliveryMark)) {
 	m.mu.Lock()
 	if m.pending == nil {
 		m.pending = map[string]deliveryMark{}
 	}
-	change(m.pending)
+	fn(m.pending)
 	arm := !m.armed
 	m.armed = true
 	m.mu.Unlock()
 	if arm {
-		time.AfterFunc(markDelay, e.flushMarks)
+		time.AfterFunc(markDelay, m.flush)
 	}
 }
 
-// flushMarks writes the deliveries no answer has recorded. The write is
-// batched with others and nobody waits on it; the worst a crash can do is
-// leave a call marked pending that was sent, and it is sent again.
-func (e *Engine) flushMarks() {
-	m := &e.marks
+// flush writes the deliveries no answer has recorded. The write is batched
+// with others and nobody waits on it; the worst a crash can do is leave a
+// call marked pending that was sent, and it is sent again.
+func (m *deliveryMarks) flush() {
 	m.mu.Lock()
 	batch := m.pending
 	m.pending = nil
@@ -97,7 +105,7 @@ func (e *Engine) flushMarks() {
 	if len(batch) == 0 {
 		return
 	}
-	e.st.WriteAsync(func(tx *store.Tx) error {
+	m.st.WriteAsync(func(tx *store.Tx) error {
 		for id, d := range batch {
 			if err := tx.MarkDeliveredTimes(id, d.first, d.count); err != nil {
 				return err

@@ -41,23 +41,19 @@ func newMetrics(e *Engine) *metrics {
 			Help: "Open sessions that hold a stream or polled recently.",
 		}, func() float64 {
 			now := e.now()
-			e.mu.Lock()
-			defer e.mu.Unlock()
 			n := 0
-			for _, s := range e.sessions {
+			e.sessions.each(func(s *sessionState) {
 				if s.online(now, e.cfg.PollWait) {
 					n++
 				}
-			}
+			})
 			return float64(n)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "toolgate_sessions_open",
 			Help: "Sessions neither closed nor expired.",
 		}, func() float64 {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			return float64(len(e.sessions))
+			return float64(e.sessions.count())
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolgate_db_transactions_total",

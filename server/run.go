@@ -82,7 +82,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.Agent = agent
 	s.api = handlers.New(handlers.Options{
-		Engine:         handlerEngine{eng},
+		Engine:         eng,
 		Mount:          handlers.MountAgent(agent),
 		Metrics:        eng.MetricsHandler(),
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -92,6 +92,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		MaxPollWait:    cfg.MaxPollWait,
 		MaxCallWait:    cfg.MaxTimeout,
 		Log:            log,
+
+		MaxStreamSessions: cfg.MaxStreamSessions,
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -35,13 +35,12 @@ func cacheSize(c *schemaCache) int {
 // toolSchema returns the compiled schema of a session's tool.
 func toolSchema(t *testing.T, e *Engine, sessionID, name string) *jsonschema.Schema {
 	t.Helper()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.sessions[sessionID]
-	if s == nil || s.tools[name] == nil {
+	var tool *toolEntry
+	e.sessions.with(sessionID, func(s *sessionState) { tool = s.tools[name] })
+	if tool == nil {
 		t.Fatalf("session %s has no tool %s", sessionID, name)
 	}
-	return s.tools[name].schema
+	return tool.schema
 }
 
 // TestToolsWithTheSameParametersShareOneSchema registers one schema in two

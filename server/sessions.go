@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,8 +14,8 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// sessionState is an open session as the engine keeps it in memory. Fields
-// are guarded by Engine.mu.
+// sessionState is an open session as the engine keeps it in memory. Its
+// fields are guarded by the session table's lock (sessionTable).
 type sessionState struct {
 	row   store.SessionRow
 	tools map[string]*toolEntry
@@ -26,6 +28,7 @@ type sessionState struct {
 
 	listeners map[*listener]struct{}
 	done      chan struct{} // closed when the session closes
+	endReason string        // "closed" or "expired", set before done is closed
 	// closing counts the closes in progress, each counted before it is
 	// written: no call is taken for the session meanwhile, and a call
 	// stored too late for the close to cancel it is cancelled by its own
@@ -80,14 +83,11 @@ func (e *Engine) loadSessions(ctx context.Context) error {
 	}
 	now := e.now()
 	for _, r := range rows {
-		s := newSessionState(r, now)
-		e.sessions[r.ID] = s
-		e.byToken[r.TokenHash] = s
+		e.sessions.add(newSessionState(r, now))
 	}
 	for i := range tools {
 		t := &tools[i]
-		s := e.sessions[t.SessionID]
-		if s == nil {
+		if !e.sessions.isOpen(t.SessionID) {
 			continue
 		}
 		entry, err := newToolEntry(e.schemas, t.Spec(), t.RegisteredTime())
@@ -97,7 +97,7 @@ func (e *Engine) loadSessions(ctx context.Context) error {
 			e.log.Warn("stored tool schema no longer compiles; tool skipped", "session", t.SessionID, "tool", t.Name, "err", err)
 			continue
 		}
-		s.tools[t.Name] = entry
+		e.sessions.with(t.SessionID, func(s *sessionState) { s.tools[t.Name] = entry })
 	}
 	return nil
 }
@@ -113,10 +113,19 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 	metadata := "{}"
 	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
 		var obj map[string]any
-		if err := json.Unmarshal(req.Metadata, &obj); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(req.Metadata))
+		dec.UseNumber() // numbers re-encoded as they came
+		if err := dec.Decode(&obj); err != nil {
 			return nil, toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
 		}
 		metadata = compactJSON(req.Metadata)
+		if dropSecrets(obj, e.agentKey) {
+			b, err := json.Marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			metadata = string(b)
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -137,11 +146,7 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.InsertSession(&row) }); err != nil {
 		return nil, err
 	}
-	s := newSessionState(row, now)
-	e.mu.Lock()
-	e.sessions[row.ID] = s
-	e.byToken[row.TokenHash] = s
-	e.mu.Unlock()
+	e.sessions.add(newSessionState(row, now))
 	e.log.Debug("session created", "session", row.ID, "client", row.ClientName, "platform", row.Platform)
 	return &toolgate.SessionCreated{
 		SessionID:        row.ID,
@@ -159,18 +164,18 @@ func (e *Engine) AuthorizeSession(ctx context.Context, sid, token string) error 
 		return toolgate.Errorf(toolgate.EUnauthenticated, "a session token is required (Authorization: Bearer <token>)")
 	}
 	hash := hashToken(token)
-	e.mu.Lock()
-	s := e.byToken[hash]
-	if s != nil {
-		if s.row.ID != sid {
-			e.mu.Unlock()
-			return toolgate.Errorf(toolgate.EPermissionDenied, "this token belongs to another session")
+	var another bool
+	found := e.sessions.withToken(hash, func(s *sessionState) {
+		if another = s.row.ID != sid; !another {
+			s.lastSeen = e.now()
 		}
-		s.lastSeen = e.now()
-		e.mu.Unlock()
+	})
+	if another {
+		return toolgate.Errorf(toolgate.EPermissionDenied, "this token belongs to another session")
+	}
+	if found {
 		return nil
 	}
-	e.mu.Unlock()
 	row, err := e.st.FindSessionByTokenHash(ctx, hash)
 	if err != nil {
 		return err
@@ -191,13 +196,10 @@ func closedWord(reason string) string {
 // SessionView returns a session with its tools and whether it is online.
 func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error) {
 	now := e.now()
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
-		v := e.viewLocked(s, now)
-		e.mu.Unlock()
+	var v *toolgate.SessionView
+	if e.sessions.with(sid, func(s *sessionState) { v = e.viewLocked(s, now) }) {
 		return v, nil
 	}
-	e.mu.Unlock()
 	row, err := e.st.GetSession(ctx, sid)
 	if err != nil {
 		return nil, err
@@ -211,12 +213,8 @@ func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.Session
 // ListSessions lists the open sessions, newest first.
 func (e *Engine) ListSessions(ctx context.Context) ([]toolgate.SessionView, error) {
 	now := e.now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]toolgate.SessionView, 0, len(e.sessions))
-	for _, s := range e.sessions {
-		out = append(out, *e.viewLocked(s, now))
-	}
+	out := []toolgate.SessionView{}
+	e.sessions.each(func(s *sessionState) { out = append(out, *e.viewLocked(s, now)) })
 	slices.SortFunc(out, func(a, b toolgate.SessionView) int { return -compareStrings(a.ID, b.ID) })
 	return out, nil
 }
@@ -248,39 +246,42 @@ func (e *Engine) CloseSession(ctx context.Context, sid string) error {
 // countClosing counts a close of an open session in progress (+1) or one
 // that did not close it (-1).
 func (e *Engine) countClosing(sid string, delta int) {
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
-		s.closing += delta
+	e.sessions.with(sid, func(s *sessionState) { s.closing += delta })
+}
+
+// sessionClosedOutcome is how a session's open calls end when it closes
+// for reason ("closed" or "expired").
+func sessionClosedOutcome(reason string) store.Outcome {
+	message := "the session was closed"
+	if reason == "expired" {
+		message = "the session expired"
 	}
-	e.mu.Unlock()
+	return store.Outcome{Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message}
 }
 
 // closeSession closes a session for a reason ("closed" or "expired").
 func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 	now := e.now()
-	message := "the session was closed"
-	if reason == "expired" {
-		message = "the session expired"
+	type closing struct {
+		found bool // the session was open, and this write closes it
+		ended []endedCall
 	}
-	var ended []string
-	var found bool
 	e.countClosing(sid, +1)
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
+	closed, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (closing, error) {
 		ok, err := tx.CloseSession(sid, reason, now)
 		if err != nil || !ok {
-			return err
+			return closing{}, err
 		}
-		found = true
-		ended, err = e.cancelOpenCalls(tx, sid, toolgate.CancelSessionClosed, message, now)
-		return err
+		ended, err := cancelOpenCalls(tx, sid, sessionClosedOutcome(reason), now)
+		return closing{found: true, ended: ended}, err
 	})
-	if err != nil || !found {
+	if err != nil || !closed.found {
 		e.countClosing(sid, -1) // this close did not close it
 	}
 	if err != nil {
 		return err
 	}
-	if !found {
+	if !closed.found {
 		row, err := e.st.GetSession(ctx, sid)
 		if err != nil {
 			return err
@@ -290,42 +291,27 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 		}
 		return nil // already closed: closing again changes nothing
 	}
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
-		delete(e.sessions, sid)
-		delete(e.byToken, s.row.TokenHash)
-		s.wakeLocked()
-		s.closeListeners()
-	}
-	e.mu.Unlock()
-	for _, id := range ended {
-		e.callEnded(id, toolgate.StatusCancelled, time.Time{})
-	}
-	e.log.Debug("session "+reason, "session", sid, "cancelled_calls", len(ended))
+	e.sessions.remove(sid, reason)
+	e.afterCallsEnded(closed.ended...)
+	e.log.Debug("session "+reason, "session", sid, "cancelled_calls", len(closed.ended))
 	return nil
 }
 
-// cancelOpenCalls ends a session's open calls as cancelled inside tx and
-// appends a call_cancelled event for each one the client was sent.
-func (e *Engine) cancelOpenCalls(tx *store.Tx, sid, reason, message string, now time.Time) ([]string, error) {
+// cancelOpenCalls ends a session's open calls with o inside tx (endCall:
+// call_cancelled, reason session_closed, for each one the client was sent).
+func cancelOpenCalls(tx *store.Tx, sid string, o store.Outcome, now time.Time) ([]endedCall, error) {
 	open, err := tx.OpenCallsOfSession(sid)
 	if err != nil {
 		return nil, err
 	}
-	var ended []string
-	for _, c := range open {
-		ok, err := tx.FinishCall(c.ID, store.Outcome{Status: toolgate.StatusCancelled, ErrorCode: toolgate.ECancelled, ErrorMessage: message}, now)
+	var ended []endedCall
+	for i := range open {
+		c, ok, err := endCall(tx, &open[i], o, toolgate.CancelSessionClosed, now)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			continue
-		}
-		ended = append(ended, c.ID)
-		if c.Status != string(toolgate.StatusAwaitingApproval) {
-			if _, err := tx.AppendEvent(sid, toolgate.EventCallCancelled, c.ID, cancelledEvent(c.ID, reason), now); err != nil {
-				return nil, err
-			}
+		if ok {
+			ended = append(ended, c)
 		}
 	}
 	return ended, nil
@@ -356,21 +342,19 @@ func (e *Engine) Sweep(ctx context.Context) {
 		at time.Time
 	}
 	var touched []seen
-	e.mu.Lock()
-	for id, s := range e.sessions {
+	e.sessions.each(func(s *sessionState) {
 		if s.streams > 0 || s.polls > 0 {
 			s.lastSeen = now
 		}
 		if now.Sub(s.lastSeen) >= e.cfg.SessionTTL {
-			expired = append(expired, id)
-			continue
+			expired = append(expired, s.row.ID)
+			return
 		}
 		if s.lastSeen.After(s.lastSave) {
-			touched = append(touched, seen{id, s.lastSeen})
+			touched = append(touched, seen{s.row.ID, s.lastSeen})
 			s.lastSave = s.lastSeen
 		}
-	}
-	e.mu.Unlock()
+	})
 	// Quiet sessions' recent events leave memory; their readers use the table.
 	e.st.TrimEventTail(now.Add(-e.cfg.SweepInterval))
 	for _, id := range expired {
@@ -386,19 +370,51 @@ func (e *Engine) Sweep(ctx context.Context) {
 		e.log.Warn("sweep: ending overdue calls", "count", len(overdue))
 		e.expireCalls(overdue)
 	}
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
+	pruned, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (int64, error) {
 		for _, t := range touched {
 			if err := tx.TouchSession(t.id, t.at); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		n, err := tx.PruneEvents(now.Add(-e.cfg.EventRetention))
-		if n > 0 {
-			e.log.Debug("pruned events", "count", n)
-		}
-		return err
+		return tx.PruneEvents(now.Add(-e.cfg.EventRetention))
 	})
 	if err != nil {
 		e.log.Error("sweep", "err", err)
+	} else if pruned > 0 {
+		e.log.Debug("pruned events", "count", pruned)
 	}
+}
+
+// dropSecrets removes from client metadata, at any depth, every member
+// named agent_key (in any case) and every string that holds the agent
+// key (a page's URL with the key in its fragment, say), so that the agent
+// key is never stored with a session nor shown by GET /v1/sessions. It
+// reports whether it removed anything.
+func dropSecrets(v any, agentKey string) bool {
+	holdsKey := func(v any) bool {
+		s, ok := v.(string)
+		return ok && agentKey != "" && strings.Contains(s, agentKey)
+	}
+	dropped := false
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if strings.EqualFold(k, agentKeySetting) || holdsKey(x) {
+				delete(v, k)
+				dropped = true
+				continue
+			}
+			dropped = dropSecrets(x, agentKey) || dropped
+		}
+	case []any:
+		for i, x := range v {
+			if holdsKey(x) {
+				v[i] = nil // the array keeps its length
+				dropped = true
+				continue
+			}
+			dropped = dropSecrets(x, agentKey) || dropped
+		}
+	}
+	return dropped
 }

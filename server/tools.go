@@ -155,22 +155,20 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 		order = append(order, spec.Name)
 	}
 
-	e.mu.Lock()
-	s := e.sessions[sid]
-	if s == nil {
-		e.mu.Unlock()
-		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
-	}
 	// Count what the session would hold, and turn away the tools past the limit.
 	keep := 0
-	if !req.Replace {
-		for name := range s.tools {
-			if _, listed := accepted[name]; !listed {
-				keep++
+	open := e.sessions.with(sid, func(s *sessionState) {
+		if !req.Replace {
+			for name := range s.tools {
+				if _, listed := accepted[name]; !listed {
+					keep++
+				}
 			}
 		}
+	})
+	if !open {
+		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 	}
-	e.mu.Unlock()
 	var fits []string
 	for _, name := range order {
 		if keep+len(fits) >= e.cfg.MaxToolsPerSess {
@@ -208,8 +206,7 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
+	e.sessions.with(sid, func(s *sessionState) {
 		if req.Replace {
 			s.tools = map[string]*toolEntry{}
 		}
@@ -217,8 +214,7 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 			accepted[name].registeredAt = now
 			s.tools[name] = accepted[name]
 		}
-	}
-	e.mu.Unlock()
+	})
 	reply.Registered = len(fits)
 	e.log.Debug("tools registered", "session", sid, "registered", len(fits), "rejected", len(reply.Rejected), "replace", req.Replace)
 	return reply, nil
@@ -226,22 +222,14 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 
 // RemoveTool removes one tool of a session.
 func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
-	var found bool
-	err := e.st.Write(ctx, func(tx *store.Tx) (err error) {
-		found, err = tx.DeleteTool(sid, name)
-		return err
-	})
+	found, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (bool, error) { return tx.DeleteTool(sid, name) })
 	if err != nil {
 		return err
 	}
 	if !found {
 		return toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %s", sid, name)
 	}
-	e.mu.Lock()
-	if s := e.sessions[sid]; s != nil {
-		delete(s.tools, name)
-	}
-	e.mu.Unlock()
+	e.sessions.with(sid, func(s *sessionState) { delete(s.tools, name) })
 	return nil
 }
 
@@ -254,14 +242,8 @@ func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo
 		out = append(out, e.builtins.List()...)
 	}
 	if sid != "" {
-		e.mu.Lock()
-		s := e.sessions[sid]
 		var tools []toolgate.ToolInfo
-		if s != nil {
-			tools = e.toolInfosLocked(s, now)
-		}
-		e.mu.Unlock()
-		if s != nil {
+		if e.sessions.with(sid, func(s *sessionState) { tools = e.toolInfosLocked(s, now) }) {
 			return tools, nil
 		}
 		// A closed or expired session has no tools; an unknown one is not found.
@@ -274,15 +256,18 @@ func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo
 		}
 		return []toolgate.ToolInfo{}, nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ids := make([]string, 0, len(e.sessions))
-	for id := range e.sessions {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		out = append(out, e.toolInfosLocked(e.sessions[id], now)...)
+	var remote [][]toolgate.ToolInfo // each session's, sorted by name
+	e.sessions.each(func(s *sessionState) {
+		if len(s.tools) > 0 {
+			remote = append(remote, e.toolInfosLocked(s, now))
+		}
+	})
+	// By session id, as each's order is none.
+	slices.SortFunc(remote, func(a, b []toolgate.ToolInfo) int {
+		return compareStrings(a[0].Source.SessionID, b[0].Source.SessionID)
+	})
+	for _, tools := range remote {
+		out = append(out, tools...)
 	}
 	if out == nil {
 		out = []toolgate.ToolInfo{}

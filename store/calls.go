@@ -127,7 +127,8 @@ var (
 	qOverdueCalls  = query(`SELECT id FROM calls WHERE ` + openCall + ` AND deadline <= ? ORDER BY deadline LIMIT ?`)
 )
 
-// InsertCall stores a new call.
+// InsertCall stores a new call. When another call holds its idempotency
+// key, the error is ErrDuplicateIdempotencyKey.
 func (tx *Tx) InsertCall(r *CallRow) error {
 	var rateLimited any // NULL keeps the call out of calls_rate_limited
 	if r.RateLimited {
@@ -137,6 +138,7 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 	_, err := tx.exec(qInsertCall, r.ID, r.SessionID, r.Tool, r.Args, r.Status, r.Output, r.ErrorCode, r.ErrorMessage,
 		r.ErrorDetails, r.Progress, r.TimeoutMS, r.CreatedAt, r.DeliveredAt, r.CompletedAt, r.Deadline, r.Attempts,
 		r.IdempotencyKey, r.RunID, rateLimited)
+	err = uniqueAs(err, ErrDuplicateIdempotencyKey) // the only UNIQUE index of calls
 	// The row is kept for FinishAnswered, which only a session's client
 	// calls: a built-in call (no session) ends through FinishCall.
 	if err == nil && r.SessionID.Valid {

@@ -1,13 +1,3 @@
-// Package store keeps toolgate's state in SQLite through sqlx on
-// modernc.org/sqlite (pure Go, no cgo): sessions, their tools, calls and the
-// per-session event log.
-//
-// Writes go through one writer goroutine that groups the operations waiting
-// for it into one transaction (group commit), so many small state changes
-// cost one fsync-free WAL commit between them; each operation still gets its
-// own result, and a failing operation is rolled back to its savepoint without
-// disturbing the others in the batch. Reads use a separate read-only pool,
-// which WAL mode lets run beside the writer.
 package store
 
 import (
@@ -27,9 +17,6 @@ import (
 
 	"github.com/toolgate/toolgate/migrations"
 )
-
-// ErrClosed is returned by writes submitted after Close.
-var ErrClosed = errors.New("store: closed")
 
 // Store is an open toolgate database.
 type Store struct {

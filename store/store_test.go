@@ -490,3 +490,33 @@ func TestRefusalsRunOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateIdempotencyKeyIsTyped: a second call with a key another call
+// holds fails with ErrDuplicateIdempotencyKey (found with errors.Is, not by
+// its text) and is not stored; a clash of call ids is another error.
+func TestDuplicateIdempotencyKeyIsTyped(t *testing.T) {
+	st, _ := openStore(t)
+	ctx := context.Background()
+	insertSession(t, st, "s")
+	insert := func(id, key string) error {
+		return st.Write(ctx, func(tx *store.Tx) error {
+			row := store.NewCallRow(id, "s", "echo", []byte(`{}`), toolgate.StatusPending, time.Minute, time.Now())
+			row.SetIdempotencyKey(key)
+			return tx.InsertCall(&row)
+		})
+	}
+	if err := insert("call-1", "key-1"); err != nil {
+		t.Fatal(err)
+	}
+	err := insert("call-2", "key-1")
+	if !errors.Is(err, store.ErrDuplicateIdempotencyKey) {
+		t.Fatalf("second call with the same key: %v, want ErrDuplicateIdempotencyKey", err)
+	}
+	if row, err := st.GetCall(ctx, "call-2"); err != nil || row != nil {
+		t.Errorf("the refused call was stored: %+v %v", row, err)
+	}
+	err = insert("call-1", "key-2")
+	if err == nil || errors.Is(err, store.ErrDuplicateIdempotencyKey) {
+		t.Errorf("a second call-1 with a new key: %v, want an error other than a duplicate key", err)
+	}
+}

@@ -55,12 +55,10 @@ type writeOp struct {
 }
 
 // Write runs fn in a write transaction and returns once that transaction is
-// committed (nil) or fn's work is rolled back (its error). fn may share the
-// transaction with other operations: it must do all its work through tx and
-// keep no effects outside it, because an error of its own rolls back only
-// its part, while a failed commit fails the whole batch. fn may also be run
-// twice (when another operation of its batch fails, the batch is run
-// again), so whatever it records outside tx it must set, not accumulate.
+// committed (nil) or fn's work is rolled back (its error). fn follows the
+// write contract of the package doc: it may run more than once and shares
+// its transaction with other operations. To hand a result out of fn, use
+// WriteValue rather than a captured variable.
 //
 // Write waits for the outcome even when ctx ends after the operation was
 // handed over, so a caller never reports failure for a change that committed.
@@ -70,6 +68,25 @@ func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
 		return err
 	}
 	return <-op.result
+}
+
+// WriteValue is Write for an operation that produces a value: it returns
+// what fn returned in the run that committed (fn may run more than once,
+// and only the last run is the one committed), or the zero value and the
+// error when fn's work was rolled back. (A function rather than a method:
+// Go methods take no type parameters.)
+func WriteValue[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)) (T, error) {
+	var committed T
+	err := s.Write(ctx, func(tx *Tx) error {
+		v, err := fn(tx)
+		committed = v // each run replaces the last one's
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return committed, nil
 }
 
 // WriteAsync hands fn to the writer without waiting; an error is logged.

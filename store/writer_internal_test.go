@@ -91,6 +91,16 @@ func TestWritesKeepSubmissionOrder(t *testing.T) {
 	wg.Wait()
 }
 
+// holdWriter keeps the writer busy until release is called, so that the
+// operations submitted meanwhile queue up, in the order submitted, and
+// share its next batch.
+func holdWriter(s *Store) (release func()) {
+	running, held := make(chan struct{}), make(chan struct{})
+	go s.Write(context.Background(), func(tx *Tx) error { close(running); <-held; return nil })
+	<-running
+	return func() { close(held) }
+}
+
 // TestBrokenTransactionFailsTheBatch: when the batch is run again on
 // savepoints (one operation failed) and an operation breaks the transaction
 // itself — here by rolling all of it back — every operation of the batch
@@ -98,11 +108,9 @@ func TestWritesKeepSubmissionOrder(t *testing.T) {
 func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
-	// Hold the writer so that the three operations below queue up and
-	// share the next batch, in this order.
-	running, release := make(chan struct{}), make(chan struct{})
-	go s.Write(ctx, func(tx *Tx) error { close(running); <-release; return nil })
-	<-running
+	// The three operations below queue up and share the next batch, in
+	// this order.
+	release := holdWriter(s)
 	ops := []func(tx *Tx) error{
 		func(tx *Tx) error { return tx.PutSetting("a", "1") },
 		func(tx *Tx) error { return errors.New("refused") },
@@ -117,7 +125,7 @@ func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(release)
+	release()
 	for i, op := range queued {
 		if err := <-op.result; err == nil {
 			t.Errorf("operation %d succeeded in a broken transaction", i)
@@ -128,5 +136,59 @@ func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 	}
 	if err := s.Write(ctx, func(tx *Tx) error { return tx.PutSetting("b", "1") }); err != nil {
 		t.Fatalf("the write after a broken batch: %v", err)
+	}
+}
+
+// TestWriteValueReturnsTheCommittedRun: an operation whose batch is rolled
+// back (another operation of it failed) runs again, and WriteValue returns
+// what the second run returned, which is what was committed, not what the
+// first run returned.
+func TestWriteValueReturnsTheCommittedRun(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	// The two operations below share the next batch, the value's first.
+	release := holdWriter(s)
+	runs := 0
+	type result struct {
+		value int
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		v, err := WriteValue(ctx, s, func(tx *Tx) (int, error) {
+			runs++ // the writer's goroutine alone runs this
+			return runs, tx.PutSetting("run", strconv.Itoa(runs))
+		})
+		got <- result{v, err}
+	}()
+	for len(s.ops) == 0 {
+		time.Sleep(time.Millisecond) // until the value's operation is queued
+	}
+	failing := &writeOp{fn: func(tx *Tx) error { return errors.New("refused") }, result: make(chan error, 1)}
+	if err := s.submit(ctx, failing); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := <-failing.result; err == nil {
+		t.Fatal("the failing operation succeeded")
+	}
+	r := <-got
+	stored, _, err := s.Setting(ctx, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.err != nil || r.value != 2 || stored != "2" {
+		t.Fatalf("WriteValue = %d, %v with %q stored; want the second run's 2, as stored", r.value, r.err, stored)
+	}
+}
+
+// TestWriteValueErrorGivesZero: an operation that fails returns the zero
+// value with its error, whatever it returned beside the error.
+func TestWriteValueErrorGivesZero(t *testing.T) {
+	s := openTestStore(t)
+	errNo := errors.New("no")
+	v, err := WriteValue(context.Background(), s, func(tx *Tx) (string, error) { return "partial", Refuse(errNo) })
+	if v != "" || err != errNo {
+		t.Fatalf("WriteValue = %q, %v; want \"\" and the refusal", v, err)
 	}
 }

@@ -63,7 +63,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg := server.DefaultConfig()
 	f := &envFlags{fs: flag.NewFlagSet("toolgate serve", flag.ContinueOnError)}
 	var origins, logLevel string
-	var maxBody, maxTools int64
+	var maxBody, maxTools, maxStreamSessions int64
 	f.str(&cfg.Addr, "addr", "TOOLGATE_ADDR", cfg.Addr, "listen address")
 	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite database file")
 	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret; generated at first start and stored when unset")
@@ -90,6 +90,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.duration(&cfg.ShutdownTimeout, "shutdown-timeout", "TOOLGATE_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout, "how long SIGTERM waits for requests in flight")
 	f.integer(&maxBody, "max-body", "TOOLGATE_MAX_BODY", cfg.MaxBodyBytes, "request body limit in bytes")
 	f.integer(&maxTools, "max-tools", "TOOLGATE_MAX_TOOLS", int64(cfg.MaxToolsPerSess), "tools one session may hold")
+	f.integer(&maxStreamSessions, "max-stream-sessions", "TOOLGATE_MAX_STREAM_SESSIONS", int64(cfg.MaxStreamSessions), "sessions one multi-session stream or poll may carry")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -101,6 +102,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	}
 	cfg.MaxBodyBytes = maxBody
 	cfg.MaxToolsPerSess = int(maxTools)
+	cfg.MaxStreamSessions = int(maxStreamSessions)
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)

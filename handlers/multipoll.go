@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// handlePoll serves POST /v1/poll: one long-poll for several sessions,
+// each proven by its token in the body and read from its own cursor by
+// the single-session poll's rule. It answers at once when any session has
+// events, else holds up to wait_ms until one has events or ends. A
+// session that does not prove itself is refused in the reply; the others
+// are served.
+func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var body struct {
+		Sessions []sessionEntry `json:"sessions"`
+		WaitMS   *int64         `json:"wait_ms"`
+	}
+	if err := DecodeJSON(r, &body, false, false); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if err := h.checkCount(len(body.Sessions)); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	wait := h.wait
+	if body.WaitMS != nil {
+		if *body.WaitMS < 0 {
+			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "wait_ms must not be negative"))
+			return
+		}
+		wait = h.maxWait
+		if *body.WaitMS < int64(h.maxWait/time.Millisecond) {
+			wait = time.Duration(*body.WaitMS) * time.Millisecond
+		}
+	}
+	f := newFeed(h.delivery, h.maxSessions)
+	defer f.close()
+	wake, notify := signal()
+	refused := []refusal{}
+	for _, e := range body.Sessions {
+		if f.holds(e.SessionID) {
+			continue // listed twice: once is enough
+		}
+		m, err := h.admitPoll(r, e, notify)
+		if err != nil {
+			refused = append(refused, refusalOf(r, e.SessionID, err))
+			continue
+		}
+		f.add(m)
+	}
+	batches, err := holdPoll(ctx, f, wake, nil, wait)
+	if err != nil {
+		if ctx.Err() == nil {
+			WriteError(w, r, err)
+		}
+		return
+	}
+	// Recorded before the reply leaves, so that an answer finds the call delivered.
+	f.recordDelivery(batches)
+	buf := []byte(`{"sessions":[`)
+	for i, b := range batches {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"session_id":"`...)
+		buf = append(buf, b.sid...)
+		buf = append(buf, `",`...)
+		buf = pollEvents(buf, "", b.events, b.cursor)
+		if b.left != "" {
+			buf = append(buf, `,"ended":true`...)
+		}
+		buf = append(buf, '}')
+	}
+	refusedJSON, _ := json.Marshal(refused)
+	buf = append(buf, `],"refused":`...)
+	buf = append(buf, refusedJSON...)
+	writePollBody(w, append(buf, "}\n"...))
+}
+
+// admitPoll checks one session of a multi-session poll and listens to it
+// as a held poll, with what the poll returns it first (see firstPolled).
+func (h *multiHandlers) admitPoll(r *http.Request, e sessionEntry, wake func()) (*member, error) {
+	ctx := r.Context()
+	if e.SessionID == "" {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
+	}
+	if err := h.auth.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
+		return nil, err
+	}
+	if e.Cursor != nil {
+		if err := h.delivery.CheckCursor(ctx, e.SessionID, *e.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	m := &member{sid: e.SessionID}
+	l, err := h.delivery.ListenFunc(e.SessionID, false, notifier(m, wake))
+	if err != nil {
+		return nil, err
+	}
+	m.l = l
+	var cursor int64
+	if e.Cursor != nil {
+		cursor = *e.Cursor
+	}
+	m.first, m.cursor, err = firstPolled(ctx, h.delivery, e.SessionID, e.Cursor != nil, cursor)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,272 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toolgate/toolgate"
+)
+
+// defaultMaxStreamSessions is Options.MaxStreamSessions when unset.
+const defaultMaxStreamSessions = 64
+
+// multiHandlers serve the multi-session stream (POST /v1/streams, its
+// joins and leaves) and the multi-session poll (POST /v1/poll): one
+// long-lived request carrying the events of several sessions, each proven
+// by its own token in the body, so that a browser's tabs need one
+// connection between them rather than one each (a browser opens at most 6
+// HTTP/1.1 connections to a host).
+type multiHandlers struct {
+	auth     Auth
+	delivery Delivery
+	hub      *streamHub // serves the streams taken over from net/http
+	streams  *streamRegistry
+	retry    time.Duration // the retry: hint
+	// heartbeat is the ping interval of streams.
+	heartbeat time.Duration
+	// maxSessions bounds the sessions of one stream or poll.
+	maxSessions int
+	wait        time.Duration // a poll's hold when it names no wait_ms
+	maxWait     time.Duration // cap on wait_ms
+}
+
+// streamRegistry names the open multi-session streams for joins and
+// leaves. A stream is in it from its opening until it ends.
+type streamRegistry struct {
+	mu   sync.Mutex
+	byID map[string]*eventStream
+}
+
+func newStreamRegistry() *streamRegistry {
+	return &streamRegistry{byID: map[string]*eventStream{}}
+}
+
+// add names stream with a new unguessable id and returns it; the stream
+// leaves the registry when it ends.
+func (g *streamRegistry) add(stream *eventStream) string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics rather)
+	id := "st_" + base64.RawURLEncoding.EncodeToString(b[:])
+	g.mu.Lock()
+	g.byID[id] = stream
+	g.mu.Unlock()
+	stream.onEnd = func() {
+		g.mu.Lock()
+		delete(g.byID, id)
+		g.mu.Unlock()
+	}
+	return id
+}
+
+// get returns the open stream named id, nil when there is none.
+func (g *streamRegistry) get(id string) *eventStream {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.byID[id]
+}
+
+// sessionEntry is one session of a multi-session request: its id, its
+// token, and optionally its cursor.
+type sessionEntry struct {
+	SessionID string `json:"session_id"`
+	Token     string `json:"token"`
+	Cursor    *int64 `json:"cursor"`
+}
+
+// refusal is a session a multi-session request did not take, and why.
+type refusal struct {
+	SessionID string `json:"session_id"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+}
+
+func refusalOf(r *http.Request, sid string, err error) refusal {
+	code := toolgate.ErrorCode(err)
+	if code == toolgate.EInternal {
+		requestLogger(r).Error("internal error", "method", r.Method, "path", r.URL.Path, "session", sid, "err", err)
+	}
+	return refusal{SessionID: sid, Code: code, Message: toolgate.ErrorMessage(err)}
+}
+
+// streamReady is the data of a multi-session stream's ready event.
+type streamReady struct {
+	Type        string    `json:"type"`
+	StreamID    string    `json:"stream_id"`
+	HeartbeatMS int64     `json:"heartbeat_ms"`
+	Sessions    []string  `json:"sessions"`
+	Refused     []refusal `json:"refused"`
+}
+
+// checkCount refuses a request naming more sessions than one stream or
+// poll may carry.
+func (h *multiHandlers) checkCount(n int) error {
+	if n <= h.maxSessions {
+		return nil
+	}
+	err := toolgate.Errorf(toolgate.EBadRequest, "at most %d sessions may share one stream or poll, not %d", h.maxSessions, n)
+	err.Details = map[string]any{"limit": h.maxSessions}
+	return err
+}
+
+// handleStreamOpen serves POST /v1/streams: a Server-Sent Events stream of
+// the events of every session listed in the body that proves itself with
+// its token. A session that does not is refused in the ready event, and
+// the others are served. Over HTTP/1.1 the connection is then handed to
+// the stream hub, as a session's own stream is; otherwise (HTTP/2) the
+// request's goroutine serves it.
+func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var body struct {
+		Sessions []sessionEntry `json:"sessions"`
+	}
+	if err := DecodeJSON(r, &body, false, true); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if err := h.checkCount(len(body.Sessions)); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true}
+	hub := hubFor(w, r, h.hub)
+	var hs *hubStream
+	var wake chan struct{}
+	if hub != nil {
+		hs = hub.newStream(stream)
+	} else {
+		wake, stream.wake = signal()
+	}
+	ready := streamReady{Type: "ready", HeartbeatMS: h.heartbeat.Milliseconds(), Sessions: []string{}, Refused: []refusal{}}
+	for _, e := range body.Sessions {
+		if stream.feed.holds(e.SessionID) {
+			continue // listed twice: once is enough
+		}
+		m, err := h.admit(ctx, stream, e)
+		if err != nil {
+			ready.Refused = append(ready.Refused, refusalOf(r, e.SessionID, err))
+			continue
+		}
+		stream.feed.add(m) // cannot be refused: the list is within the limit
+		ready.Sessions = append(ready.Sessions, e.SessionID)
+	}
+	ready.StreamID = h.streams.add(stream)
+	stream.head = appendNamed(appendRetry(nil, h.retry), "ready", ready)
+	if hub == nil {
+		stream.out = startStream(w)
+		stream.serve(ctx, wake, nil, h.heartbeat)
+		return
+	}
+	takeOver(w, r, hub, hs)
+}
+
+// admit checks one session of a multi-session stream and listens to it,
+// with what the stream sends it first (see firstEvents). The member is
+// not yet on the stream's feed.
+func (h *multiHandlers) admit(ctx context.Context, stream *eventStream, e sessionEntry) (*member, error) {
+	if e.SessionID == "" {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
+	}
+	if err := h.auth.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
+		return nil, err
+	}
+	m := &member{sid: e.SessionID}
+	l, err := h.delivery.ListenFunc(e.SessionID, true, stream.notifyFor(m))
+	if err != nil {
+		return nil, err
+	}
+	m.l = l
+	var cursor int64
+	if e.Cursor != nil {
+		cursor = *e.Cursor
+	}
+	m.first, m.cursor, err = firstEvents(ctx, h.delivery, e.SessionID, e.Cursor != nil, cursor)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// handleJoin serves POST /v1/streams/{stream_id}/sessions: a session
+// joins an open stream, which then sends session_joined and the
+// session's first events. Joining again changes nothing.
+func (h *multiHandlers) handleJoin(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "stream_id")
+	var e sessionEntry
+	if err := DecodeJSON(r, &e, false, false); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	err := h.join(r.Context(), id, e)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"stream_id": id, "session_id": e.SessionID, "joined": true})
+}
+
+func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) error {
+	stream := h.streams.get(id)
+	if stream == nil {
+		return toolgate.Errorf(toolgate.ENotFound, "no open stream %s; open a new one", id)
+	}
+	if e.SessionID == "" {
+		return toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
+	}
+	if err := h.auth.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
+		return err
+	}
+	if stream.feed.holds(e.SessionID) {
+		return nil
+	}
+	full := toolgate.Errorf(toolgate.EConflict, "the stream carries its limit of %d sessions", h.maxSessions)
+	full.Details = map[string]any{"limit": h.maxSessions}
+	if stream.feed.size() >= h.maxSessions {
+		return full
+	}
+	m, err := h.admit(ctx, stream, e)
+	if err != nil {
+		return err
+	}
+	m.announce = true
+	if ok, why := stream.feed.add(m); !ok {
+		m.l.Close()
+		switch why {
+		case feedOver:
+			return toolgate.Errorf(toolgate.ENotFound, "no open stream %s; open a new one", id)
+		case feedFull:
+			return full
+		}
+		return nil // joined meanwhile by another request
+	}
+	stream.wake()
+	return nil
+}
+
+// handleLeave serves DELETE /v1/streams/{stream_id}/sessions/{sid}, with
+// that session's token: the stream sends session_left and nothing more of
+// the session.
+func (h *multiHandlers) handleLeave(w http.ResponseWriter, r *http.Request) {
+	id, sid := chi.URLParam(r, "stream_id"), chi.URLParam(r, "sid")
+	if err := h.auth.AuthorizeSession(r.Context(), sid, Bearer(r, false)); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	stream := h.streams.get(id)
+	if stream == nil {
+		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open stream %s", id))
+		return
+	}
+	if !stream.feed.leave(sid, "left") {
+		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "session %s is not on stream %s", sid, id))
+		return
+	}
+	stream.wake()
+	w.WriteHeader(http.StatusNoContent)
+}
