@@ -97,7 +97,7 @@ func idleFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, agent
 		for i, w := range ways {
 			logf("idle sessions, round %d: %s %s holding %d", r+1, w.system, w.transport, cfg.IdleSessions)
 			db := filepath.Join(tmp, fmt.Sprintf("idle-%d-%d.db", r, i))
-			b, err := idleBytes(ctx, w.system, w.transport, bin, db, agentKey, certs, cfg.IdleSessions, time.Second)
+			b, err := idleBytes(ctx, w.system, w.transport, bin, db, agentKey, certs, cfg.IdleSessions, cfg.IdleSettle)
 			if err != nil {
 				return fmt.Errorf("idle sessions (%s %s): %w", w.system, w.transport, err)
 			}
