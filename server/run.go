@@ -25,10 +25,14 @@ type Server struct {
 	Engine *Engine
 	Agent  *Agent
 
-	log    *slog.Logger
-	api    *handlers.API
-	http   *http.Server
-	cancel context.CancelFunc // ends streams and held requests at shutdown
+	log  *slog.Logger
+	api  *handlers.API
+	http *http.Server
+	// overTLS is whether Serve serves HTTPS (the Config names a
+	// certificate). Not read from http.TLSConfig: net/http sets that
+	// field itself when it sets up HTTP/2, also for plain HTTP.
+	overTLS bool
+	cancel  context.CancelFunc // ends streams and held requests at shutdown
 
 	mu       sync.Mutex
 	listener net.Listener // set by Listen
@@ -61,7 +65,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if tlsConfig != nil {
 		warnIfNotValidNow(log, tlsConfig.Certificates[0], cfg.TLSCert, time.Now())
 	}
-	s := &Server{Config: cfg, log: log}
+	s := &Server{Config: cfg, log: log, overTLS: tlsConfig != nil}
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err
@@ -142,7 +146,7 @@ func (s *Server) URL() string {
 	if s.listener == nil {
 		return ""
 	}
-	if s.http.TLSConfig != nil {
+	if s.overTLS {
 		return "https://" + s.listener.Addr().String()
 	}
 	return "http://" + s.listener.Addr().String()
@@ -160,7 +164,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.api.Start()
 	errc := make(chan error, 1)
 	go func() {
-		if s.http.TLSConfig != nil {
+		if s.overTLS {
 			// The certificate is in TLSConfig; ServeTLS adds "h2" and
 			// "http/1.1" to the protocols the handshake offers.
 			errc <- s.http.ServeTLS(s.listener, "", "")

@@ -30,7 +30,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin,
 		"--rounds", "2", "--roundtrip-calls", "40", "--warmup", "10",
 		"--concurrency", "4,8", "--load-warmup", "100ms", "--load-duration", "300ms",
-		"--idle-sessions", "200", "--recovery-calls", "200", "--recovery-sessions", "20",
+		"--idle-sessions", "200", "--idle-settle", "300ms", "--recovery-calls", "200", "--recovery-sessions", "20",
 		"--out", out, "--timeout", "140s")
 	logs, err := cmd.CombinedOutput()
 	if err != nil {
@@ -50,7 +50,8 @@ func TestHarnessEndToEnd(t *testing.T) {
 		"gateway_cpu_us_per_call_4", "gateway_cpu_us_per_call_8", "http_gateway_cpu_us_per_call_4", "http_caller_cpu_us_per_call_4"}
 	withClients := append([]string{"client_cpu_us_per_call_4", "client_cpu_us_per_call_8", "http_client_cpu_us_per_call_4"}, common...)
 	want := map[string][]string{
-		sysSSE:      append([]string{"db_transactions_per_call", "idle_session_bytes"}, withClients...),
+		sysSSE: append([]string{"db_transactions_per_call", "idle_session_bytes", "idle_session_bytes_h1_tls", "idle_session_bytes_h2",
+			"idle_session_bytes_multi", "idle_session_bytes_multi_h2"}, withClients...),
 		sysPoll:     append([]string{"db_transactions_per_call"}, withClients...),
 		sysBaseline: append([]string{"idle_session_bytes"}, withClients...),
 		sysFloor:    common,
@@ -66,7 +67,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"idle_session_bytes", "recovery_serving_ms", "recovery_delivered_ms", "db_transactions_per_call"} {
+	for _, k := range []string{"idle_session_bytes", "idle_session_bytes_h1_tls", "idle_session_bytes_h2", "idle_session_bytes_multi", "idle_session_bytes_multi_h2", "recovery_serving_ms", "recovery_delivered_ms", "db_transactions_per_call"} {
 		var v float64
 		if err := json.Unmarshal(res[k], &v); err != nil || !(v > 0) {
 			t.Errorf("%s = %s, want a positive number", k, res[k])
@@ -180,7 +181,7 @@ func TestWindowLatency(t *testing.T) {
 func TestUnits(t *testing.T) {
 	for metric, want := range map[string]string{
 		"roundtrip_p50_us": "µs", "http_load_p99_us_64": "µs", "calls_per_s_64": "calls/s",
-		"http_gateway_cpu_us_per_call_64": "µs CPU", "recovery_serving_ms": "ms", "idle_session_bytes": "bytes",
+		"http_gateway_cpu_us_per_call_64": "µs CPU", "recovery_serving_ms": "ms", "idle_session_bytes": "bytes", "idle_session_bytes_h2": "bytes",
 		"db_transactions_per_call": "",
 	} {
 		if got := unit(metric); got != want {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/toolgate/toolgate/internal/devcert"
 )
 
 // roundTrip makes warmup calls, then calls one at a time to session 0 and
@@ -195,14 +197,22 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // idleBytes measures the resident memory a server process gains holding n
 // idle sessions: VmRSS once it serves, then with every session connected
 // (after settle), divided by n. system is toolgate_sse (the real binary, a
-// fresh database, raw SSE streams) or websocket_baseline (its own process,
-// plain WebSocket clients).
-func idleBytes(ctx context.Context, system, bin, db, agentKey string, n int, settle time.Duration) (float64, error) {
+// fresh database, its streams held as transport says — over HTTPS with
+// certs for every transport but h1) or websocket_baseline (its own
+// process, plain WebSocket clients).
+func idleBytes(ctx context.Context, system, transport, bin, db, agentKey string, certs devcert.Files, n int, settle time.Duration) (float64, error) {
 	var pid int
 	var url string
+	holderArgs := []string{"idle", "--system", system, "--n", strconv.Itoa(n)}
 	switch system {
 	case sysSSE:
-		g, err := startGatewayProc(ctx, bin, db, agentKey, "127.0.0.1:0")
+		var extra []string
+		if idleOverTLS(transport) {
+			extra = []string{"--tls-cert", certs.CertFile, "--tls-key", certs.KeyFile}
+			holderArgs = append(holderArgs, "--ca", certs.CAFile)
+		}
+		holderArgs = append(holderArgs, "--transport", transport)
+		g, err := startGatewayProc(ctx, bin, db, agentKey, "127.0.0.1:0", extra...)
 		if err != nil {
 			return 0, err
 		}
@@ -221,15 +231,20 @@ func idleBytes(ctx context.Context, system, bin, db, agentKey string, n int, set
 	default:
 		return 0, fmt.Errorf("no idle figure for %s", system)
 	}
-	if _, err := waitHealthy(ctx, newAPIClient(1), url, 10*time.Millisecond, 30*time.Second); err != nil {
+	health := newAPIClient(1)
+	if strings.HasPrefix(url, "https://") {
+		health = newTLSAPIClient(1, certs.Roots)
+	}
+	if _, err := waitHealthy(ctx, health, url, 10*time.Millisecond, 30*time.Second); err != nil {
 		return 0, err
 	}
+	health.CloseIdleConnections()
 	sleepCtx(ctx, settle)
 	before, err := vmRSS(pid)
 	if err != nil {
 		return 0, err
 	}
-	holder, err := selfChild("idle "+system, "idle", "--system", system, "--url", url, "--n", strconv.Itoa(n))
+	holder, err := selfChild("idle "+system+" "+transport, append(holderArgs, "--url", url)...)
 	if err != nil {
 		return 0, err
 	}

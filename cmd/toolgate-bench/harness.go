@@ -10,6 +10,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/devcert"
 )
 
 // runHarness runs every figure for every system, round after round, then
@@ -37,28 +39,23 @@ func runHarness(ctx context.Context, args []string) error {
 	c := newCollector()
 	maxConc := slices.Max(cfg.Concurrency)
 
-	logf("in-process callers: starting gateways, baseline, floor and %d clients each", maxConc)
-	if err := inProcessFigures(ctx, cfg, c, tmp, agentKey, maxConc); err != nil {
-		return err
-	}
-	logf("callers over HTTP: starting the toolgate binary, the baseline and the floor as processes")
-	if err := processFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
-		return err
-	}
-	for r := range cfg.Rounds {
-		for _, sys := range []string{sysSSE, sysBaseline} {
-			logf("idle sessions, round %d: %s holding %d", r+1, sys, cfg.IdleSessions)
-			b, err := idleBytes(ctx, sys, bin, filepath.Join(tmp, fmt.Sprintf("idle-%d.db", r)), agentKey, cfg.IdleSessions, time.Second)
-			if err != nil {
-				return fmt.Errorf("idle sessions (%s): %w", sys, err)
-			}
-			c.add(sys, "idle_session_bytes", b)
-			if sys == sysSSE {
-				c.add("", "idle_session_bytes", b)
-			}
+	if cfg.Only == "" {
+		logf("in-process callers: starting gateways, baseline, floor and %d clients each", maxConc)
+		if err := inProcessFigures(ctx, cfg, c, tmp, agentKey, maxConc); err != nil {
+			return err
+		}
+		logf("callers over HTTP: starting the toolgate binary, the baseline and the floor as processes")
+		if err := processFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
+			return err
 		}
 	}
+	if err := idleFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
+		return err
+	}
 	for r := range cfg.Rounds {
+		if cfg.Only != "" {
+			break
+		}
 		logf("recovery, round %d: kill -9 with %d open calls over %d sessions", r+1, cfg.RecoveryCalls, cfg.RecoverySessions)
 		dir := filepath.Join(tmp, fmt.Sprintf("recovery-%d", r))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -76,6 +73,42 @@ func runHarness(ctx context.Context, args []string) error {
 	}
 	c.printTable(os.Stdout, machine, cfg.Rounds)
 	logf("wrote %s", cfg.Out)
+	return nil
+}
+
+// idleFigures takes the memory per idle session, round after round: the
+// baseline's WebSockets, and toolgate's streams held each way of
+// idleTransports (the HTTPS ones with a certificate made for this run).
+func idleFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, agentKey string) error {
+	certDir := filepath.Join(tmp, "tls")
+	if err := os.MkdirAll(certDir, 0o755); err != nil {
+		return err
+	}
+	certs, err := devcert.Write(certDir)
+	if err != nil {
+		return err
+	}
+	type way struct{ system, transport string }
+	ways := []way{{sysBaseline, ""}}
+	for _, tr := range idleTransports {
+		ways = append(ways, way{sysSSE, tr})
+	}
+	for r := range cfg.Rounds {
+		for i, w := range ways {
+			logf("idle sessions, round %d: %s %s holding %d", r+1, w.system, w.transport, cfg.IdleSessions)
+			db := filepath.Join(tmp, fmt.Sprintf("idle-%d-%d.db", r, i))
+			b, err := idleBytes(ctx, w.system, w.transport, bin, db, agentKey, certs, cfg.IdleSessions, cfg.IdleSettle)
+			if err != nil {
+				return fmt.Errorf("idle sessions (%s %s): %w", w.system, w.transport, err)
+			}
+			if w.system == sysBaseline {
+				c.add(sysBaseline, "idle_session_bytes", b)
+				continue
+			}
+			c.add(sysSSE, idleMetric(w.transport), b)
+			c.add("", idleMetric(w.transport), b)
+		}
+	}
 	return nil
 }
 

@@ -8,89 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
-
-// runIdle is the "idle" subcommand: it opens n idle sessions on the
-// gateway and holds them until its standard input closes. For toolgate
-// each is a session with the echo tool and one raw SSE stream; for the
-// baseline each is a WebSocket that registered the echo tool. It prints
-// "READY <n>" once every stream has said ready.
-func runIdle(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("toolgate-bench idle", flag.ContinueOnError)
-	system := fs.String("system", sysSSE, "toolgate_sse or websocket_baseline")
-	url := fs.String("url", "", "gateway base URL")
-	n := fs.Int("n", 1, "idle sessions to hold")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *n < 1 || *url == "" {
-		return errors.New("--url and --n >= 1 are required")
-	}
-	var closers []func()
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
-	switch *system {
-	case sysSSE:
-		sessions, err := createSessions(ctx, *url, *n)
-		if err != nil {
-			return err
-		}
-		for _, s := range sessions {
-			g.Go(func() error {
-				st, err := openStream(gctx, *url, s, 0)
-				if err != nil {
-					return err
-				}
-				if err := st.waitReady(30 * time.Second); err != nil {
-					st.close()
-					return err
-				}
-				// Keep reading (pings), as a live client does.
-				go func() {
-					for {
-						if _, err := st.next(); err != nil {
-							return
-						}
-					}
-				}()
-				mu.Lock()
-				closers = append(closers, st.close)
-				mu.Unlock()
-				return nil
-			})
-		}
-	case sysBaseline:
-		for range *n {
-			g.Go(func() error {
-				_, closer, err := connectWS(gctx, *url)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				closers = append(closers, closer)
-				mu.Unlock()
-				return nil
-			})
-		}
-	default:
-		return fmt.Errorf("--system %q has no idle sessions", *system)
-	}
-	err := g.Wait()
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("READY %d\n", len(closers))
-	waitStdinClosed(ctx)
-	return nil
-}
 
 // recoveryHolder keeps one raw stream per session open across a gateway
 // kill: it counts the distinct calls received on first connections, and
@@ -125,7 +43,7 @@ func runRecovery(ctx context.Context, args []string) error {
 	if *n < 1 || *calls < 1 || *url == "" {
 		return errors.New("--url, --sessions >= 1 and --calls >= 1 are required")
 	}
-	sessions, err := createSessions(ctx, *url, *n)
+	sessions, err := createSessions(ctx, newAPIClient(32), *url, *n)
 	if err != nil {
 		return err
 	}
@@ -156,7 +74,7 @@ func runRecovery(ctx context.Context, args []string) error {
 func (h *recoveryHolder) hold(ctx context.Context, s rawSession, ready chan<- error) {
 	var lastID int64
 	for conn := 0; ctx.Err() == nil; conn++ {
-		st, err := openStream(ctx, h.base, s, lastID)
+		st, err := openStream(ctx, h.base, nil, s, lastID)
 		if err == nil {
 			err = st.waitReady(30 * time.Second)
 			if err != nil {

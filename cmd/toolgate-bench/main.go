@@ -90,8 +90,10 @@ type config struct {
 	LoadWarmup       time.Duration `json:"load_warmup_ns"`
 	LoadDuration     time.Duration `json:"load_duration_ns"`
 	IdleSessions     int           `json:"idle_sessions"`
+	IdleSettle       time.Duration `json:"idle_settle_ns"`
 	RecoveryCalls    int           `json:"recovery_calls"`
 	RecoverySessions int           `json:"recovery_sessions"`
+	Only             string        `json:"only,omitempty"`
 	Out              string        `json:"-"`
 	CPUProfile       string        `json:"-"`
 	Note             string        `json:"-"`
@@ -107,9 +109,11 @@ func parseHarnessFlags(args []string) (*config, error) {
 	fs.Var(&cfg.Concurrency, "concurrency", "concurrent clients and callers for calls/s, comma-separated (the first also gives the HTTP calls/s and the transactions per call)")
 	fs.DurationVar(&cfg.LoadWarmup, "load-warmup", 500*time.Millisecond, "load before each calls/s measurement")
 	fs.DurationVar(&cfg.LoadDuration, "load-duration", 3*time.Second, "length of each calls/s measurement")
-	fs.IntVar(&cfg.IdleSessions, "idle-sessions", 10000, "idle SSE sessions held for the memory figure")
+	fs.IntVar(&cfg.IdleSessions, "idle-sessions", 10000, "idle SSE sessions held for the memory figures")
+	fs.DurationVar(&cfg.IdleSettle, "idle-settle", time.Second, "wait before each memory reading of the idle figures")
 	fs.IntVar(&cfg.RecoveryCalls, "recovery-calls", 10000, "open calls when the gateway is killed")
 	fs.IntVar(&cfg.RecoverySessions, "recovery-sessions", 1000, "sessions the open calls are spread over")
+	fs.StringVar(&cfg.Only, "only", "", `"idle" takes the idle-session figures alone (every transport), skipping the rest`)
 	fs.StringVar(&cfg.Out, "out", "bench/results.json", "where results.json is written")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of this process while it runs toolgate_sse in-process at the first concurrency")
 	fs.StringVar(&cfg.Note, "note", "", "a remark recorded with the machine (e.g. other work shared it)")
@@ -120,8 +124,11 @@ func parseHarnessFlags(args []string) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if cfg.Only != "" && cfg.Only != "idle" {
+		return nil, fmt.Errorf("--only %q: only \"idle\" can be taken alone", cfg.Only)
+	}
 	if cfg.Rounds < 1 || cfg.RoundTripCalls < 1 || cfg.Warmup < 0 || len(cfg.Concurrency) == 0 ||
-		cfg.LoadDuration <= 0 || cfg.IdleSessions < 1 || cfg.RecoveryCalls < 1 || cfg.RecoverySessions < 1 {
+		cfg.LoadDuration <= 0 || cfg.IdleSessions < 1 || cfg.IdleSettle < 0 || cfg.RecoveryCalls < 1 || cfg.RecoverySessions < 1 {
 		return nil, fmt.Errorf("rounds, calls, durations, sessions and concurrency must be positive")
 	}
 	return cfg, nil

@@ -194,20 +194,22 @@ func buildGateway(ctx context.Context, dir string) (string, error) {
 // gatewayProc is the real toolgate binary running as its own process.
 type gatewayProc struct {
 	bin, db, agentKey string
+	extra             []string // more serve flags, e.g. --tls-cert and --tls-key
 	url               string
 	proc              *child
 }
 
 // startGatewayProc runs "toolgate serve" on a loopback address (":0" for a
-// free port) and waits until it prints where it serves.
-func startGatewayProc(ctx context.Context, bin, db, agentKey, addr string) (*gatewayProc, error) {
-	g := &gatewayProc{bin: bin, db: db, agentKey: agentKey}
+// free port), with extra flags, and waits until it prints where it serves.
+func startGatewayProc(ctx context.Context, bin, db, agentKey, addr string, extra ...string) (*gatewayProc, error) {
+	g := &gatewayProc{bin: bin, db: db, agentKey: agentKey, extra: extra}
 	return g, g.start(ctx, addr)
 }
 
 func (g *gatewayProc) start(ctx context.Context, addr string) error {
-	c, err := startChild("toolgate serve", g.bin, "serve", "--addr", addr, "--db", g.db,
-		"--agent-key", g.agentKey, "--log-level", "warn", "--max-timeout", "15m")
+	args := append([]string{"serve", "--addr", addr, "--db", g.db,
+		"--agent-key", g.agentKey, "--log-level", "warn", "--max-timeout", "15m"}, g.extra...)
+	c, err := startChild("toolgate serve", g.bin, args...)
 	if err != nil {
 		return err
 	}
@@ -229,7 +231,9 @@ func (g *gatewayProc) kill() {
 }
 
 // addr is the host:port the gateway listens on.
-func (g *gatewayProc) addr() string { return strings.TrimPrefix(g.url, "http://") }
+func (g *gatewayProc) addr() string {
+	return strings.TrimPrefix(strings.TrimPrefix(g.url, "http://"), "https://")
+}
 
 // vmRSS reads a process's resident set size in bytes from /proc.
 func vmRSS(pid int) (int64, error) {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,9 +61,19 @@ func postJSON(ctx context.Context, client *http.Client, url, bearer string, body
 	return nil
 }
 
-// createSessions creates n sessions, each offering the echo tool.
-func createSessions(ctx context.Context, base string, n int) ([]rawSession, error) {
-	client := newAPIClient(32)
+// newTLSAPIClient is newAPIClient for an HTTPS gateway whose certificate
+// roots signed; it negotiates HTTP/2, so its requests share one connection.
+func newTLSAPIClient(conns int, roots *x509.CertPool) *http.Client {
+	c := newAPIClient(conns)
+	t := c.Transport.(*http.Transport)
+	t.TLSClientConfig = &tls.Config{RootCAs: roots}
+	t.ForceAttemptHTTP2 = true
+	return c
+}
+
+// createSessions creates n sessions through client, each offering the
+// echo tool.
+func createSessions(ctx context.Context, client *http.Client, base string, n int) ([]rawSession, error) {
 	sessions := make([]rawSession, n)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(32)
@@ -93,11 +105,19 @@ type rawStream struct {
 }
 
 // openStream dials the gateway and opens the session's event stream,
-// resuming after lastID when it is positive.
-func openStream(ctx context.Context, base string, s rawSession, lastID int64) (*rawStream, error) {
-	host := strings.TrimPrefix(base, "http://")
-	d := net.Dialer{Timeout: 10 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", host)
+// resuming after lastID when it is positive. An https base is dialled with
+// TLS, trusting roots and offering HTTP/1.1 only (the connection is the
+// stream's alone, as over plain HTTP).
+func openStream(ctx context.Context, base string, roots *x509.CertPool, s rawSession, lastID int64) (*rawStream, error) {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	var conn net.Conn
+	var err error
+	if host, ok := strings.CutPrefix(base, "https://"); ok {
+		td := &tls.Dialer{NetDialer: d, Config: &tls.Config{RootCAs: roots, NextProtos: []string{"http/1.1"}}}
+		conn, err = td.DialContext(ctx, "tcp", host)
+	} else {
+		conn, err = d.DialContext(ctx, "tcp", strings.TrimPrefix(base, "http://"))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ func unit(metric string) string {
 		return "ms"
 	case strings.Contains(metric, "calls_per_s"):
 		return "calls/s"
-	case strings.HasSuffix(metric, "_bytes"):
+	case strings.HasSuffix(metric, "_bytes"), strings.Contains(metric, "_bytes_"):
 		return "bytes"
 	}
 	return ""
