@@ -273,23 +273,25 @@ export class TabCoordinator {
     const lead = this.#lead;
     if (!lead) return;
     const { connection } = lead;
-    this.#post({ type: "leader", transport: connection.transport, joined: connection.joined, known: [...connection.sessions.keys()] });
+    const joined = connection.joined;
+    // `live` gives each session's own transport (its lane's); `transport` and
+    // `joined` are what pages of earlier versions read.
+    const live = Object.fromEntries(joined.map((id) => [id, connection.transportOf(id)]));
+    this.#post({ type: "leader", transport: connection.transport, joined, live, known: [...connection.sessions.keys()] });
     this.#giveStatuses();
   }
 
   /** Gives each member of this page its status: the transport when its session is live, else null. */
   #giveStatuses(snapshot) {
-    let transport = null;
-    let joined = new Set();
+    let statusOf = () => null;
     if (this.#lead) {
-      transport = this.#lead.connection.transport;
-      joined = new Set(this.#lead.connection.joined);
+      const { connection } = this.#lead;
+      statusOf = (sessionId) => connection.transportOf(sessionId);
     } else if (snapshot) {
-      transport = snapshot.transport ?? null;
-      joined = new Set(Array.isArray(snapshot.joined) ? snapshot.joined : []);
+      statusOf = (sessionId) => (Object.hasOwn(snapshot.live, sessionId) ? snapshot.live[sessionId] : null);
     }
     for (const member of this.#members.values()) {
-      const status = joined.has(member.sessionId) ? transport : null;
+      const status = statusOf(member.sessionId);
       if (this.#statusGiven.get(member) === status) continue;
       this.#statusGiven.set(member, status);
       member.onStatus(status);
@@ -337,9 +339,11 @@ export class TabCoordinator {
         return;
       case "leader":
         if (lead) return; // a leader whose lock was taken from it says so until it notices
+        const snapshot = leaderSnapshot(message);
+        if (!snapshot) return;
         this.#heardLeader();
-        this.#giveStatuses(message);
-        this.#reannounceMissing(message);
+        this.#giveStatuses(snapshot);
+        this.#reannounceMissing(snapshot);
         return;
       case "event":
         this.#members.get(message.sessionId)?.onEvent(message.event);
@@ -361,8 +365,7 @@ export class TabCoordinator {
   }
 
   /** Joins again the members a leader does not know of (a join lost between two leaders). */
-  #reannounceMissing(message) {
-    const known = new Set(Array.isArray(message.known) ? message.known : []);
+  #reannounceMissing({ known }) {
     const now = Date.now();
     for (const member of this.#members.values()) {
       if (!known.has(member.sessionId) && now - (member.announcedAt ?? 0) > REANNOUNCE_MS) this.#announce(member, member.cursor());
@@ -422,6 +425,30 @@ export class TabCoordinator {
     if (wasHidden) for (const member of this.#members.values()) this.#announce(member, member.cursor());
     this.#campaign();
   }
+}
+
+const TRANSPORTS = new Set(["sse", "poll"]);
+
+/**
+ * What a `leader` message says: `live` (session id -> "sse" or "poll") and
+ * `known` (a Set of session ids); null for a message not of that form. A
+ * message without `live` (an earlier version) has the leader's one
+ * transport for every session in `joined`.
+ */
+function leaderSnapshot(message) {
+  const ids = (list) => (Array.isArray(list) ? list.filter((id) => typeof id === "string") : null);
+  const known = ids(message.known);
+  if (!known) return null;
+  const live = Object.create(null);
+  if (message.live !== undefined) {
+    if (!message.live || typeof message.live !== "object" || Array.isArray(message.live)) return null;
+    for (const [id, transport] of Object.entries(message.live)) if (TRANSPORTS.has(transport)) live[id] = transport;
+  } else {
+    const joined = ids(message.joined);
+    if (!joined) return null;
+    if (TRANSPORTS.has(message.transport)) for (const id of joined) live[id] = message.transport;
+  }
+  return { live, known: new Set(known) };
 }
 
 function randomId() {
