@@ -121,6 +121,13 @@ export class SessionLane {
         // nothing to reconnect until a session comes.
         if (err?.code === "STREAM_ENDED" && this.sessions.size === 0) continue;
         if (this.#tooMany(err)) continue;
+        if (sharingRefused(err)) {
+          // No multi-session endpoints (an earlier gateway, or a proxy that
+          // blocks them), or a request they always refuse: each client is
+          // better off on its own connection than retrying this for ever.
+          this.#opts.unavailable(new ToolgateError("SHARING_UNAVAILABLE", `The gateway cannot carry several sessions on one connection: ${err.message}`, { cause: err, status: err.status }));
+          break;
+        }
         this.#opts.problem(err, "connection");
         await sleep(err?.retryAfterMs ?? backoffDelay(failures++, this.#opts.reconnectBaseMs, this.#opts.reconnectMaxMs), signal);
       }
@@ -416,6 +423,11 @@ export function sessionLimit(err) {
   if (Number.isInteger(limit) && limit > 0) return limit;
   const said = /at most (\d+) sessions/.exec(typeof err?.message === "string" ? err.message : "");
   return said && Number(said[1]) > 0 ? Number(said[1]) : null;
+}
+
+/** Whether an open or a poll failed in a way that asking again cannot mend: 404 or 405 (no such endpoint), or a 400 not about the limit. */
+function sharingRefused(err) {
+  return err instanceof ToolgateError && (err.status === 404 || err.status === 405 || err.status === 400);
 }
 
 /** A session as the multi-session endpoints take it: id, token, and the cursor when there is one. */

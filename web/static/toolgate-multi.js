@@ -31,6 +31,8 @@ export class MultiSessionConnection {
   /** The run of each lane: lane -> AbortController. */
   #running = new Map();
   #signal = null;
+  /** Set when the gateway has no multi-session endpoints: every session is refused with it. */
+  #unavailable = null;
   #opts;
 
   /** @param {object} opts the lanes' options (see SessionLane) and the callbacks above */
@@ -64,6 +66,11 @@ export class MultiSessionConnection {
    * owner, token and, when given, cursor; it is joined to its lane's stream.
    */
   add({ sessionId, token, cursor, owner }) {
+    if (this.#unavailable) {
+      const error = this.#unavailable;
+      queueMicrotask(() => this.#opts.refuse({ sessionId, token, owner }, error));
+      return;
+    }
     let s = this.sessions.get(sessionId);
     if (s && s.token !== token) {
       this.#drop(s);
@@ -127,8 +134,22 @@ export class MultiSessionConnection {
         if (lane) this.#retireIfEmpty(lane);
       },
       full: (lane, limit, refused) => this.#full(lane, limit, refused),
-      unavailable: (error) => this.#opts.unavailable?.(error),
+      unavailable: (error) => this.#sharingUnavailable(error),
     });
+  }
+
+  /** The gateway cannot carry several sessions on one connection: every session is refused, every lane stops. */
+  #sharingUnavailable(error) {
+    if (this.#unavailable) return;
+    this.#unavailable = error;
+    for (const controller of this.#running.values()) controller.abort();
+    this.#running.clear();
+    this.#lanes = [];
+    const carried = [...this.sessions.values()];
+    this.sessions.clear();
+    for (const s of carried) this.#opts.refuse(s, error);
+    this.#opts.unavailable?.(error);
+    this.#opts.changed();
   }
 
   /**
@@ -150,7 +171,7 @@ export class MultiSessionConnection {
   }
 
   #start(lane) {
-    if (!this.#signal || this.#signal.aborted || this.#running.has(lane)) return;
+    if (this.#unavailable || !this.#signal || this.#signal.aborted || this.#running.has(lane)) return;
     const controller = new AbortController();
     const stop = () => controller.abort();
     this.#signal.addEventListener("abort", stop, { once: true });

@@ -19,6 +19,9 @@
 //                                        it to answer with a `leader` message at once
 //   event    {sessionId, event}          an event of a session, for the page that owns it
 //   refused  {sessionId, to, error}      the gateway refused a session, or it ended
+//   unavailable {error}                  the gateway cannot carry several sessions on one
+//                                        connection (404/405 on its endpoints): every page's
+//                                        clients use a connection of their own
 // A page whose leader is silent for LEADER_SILENCE_MS (and then for a probe)
 // takes the lock with `steal: true`: a frozen tab keeps its locks.
 
@@ -80,8 +83,11 @@ export class TabCoordinator {
   #watchdog = null;
   #hidden = false;
   #frozen = false;
-  /** Set when the lock cannot be had here: members are told to connect on their own. */
-  #broken = false;
+  /**
+   * The SHARING_UNAVAILABLE error once the lock cannot be had here or the
+   * gateway cannot carry several sessions: members are told to connect on their own.
+   */
+  #broken = null;
   /** Each member's last status given, so a member hears only changes. */
   #statusGiven = new Map();
 
@@ -124,7 +130,8 @@ export class TabCoordinator {
    */
   attach(member) {
     if (this.#broken) {
-      queueMicrotask(() => member.onRefused(new ToolgateError("SHARING_UNAVAILABLE", "The tabs cannot share a connection here")));
+      const error = this.#broken;
+      queueMicrotask(() => member.onRefused(error));
       return { detach: () => {} };
     }
     this.#members.set(member.sessionId, member);
@@ -192,11 +199,23 @@ export class TabCoordinator {
       });
   }
 
-  /** Tells every member to use a connection of its own: the lock cannot be had here. */
+  /**
+   * Tells every member to use a connection of its own, now and for every
+   * member to come: the lock cannot be had here, or the gateway cannot carry
+   * several sessions on one connection (`cause` is then that error).
+   */
   #unavailable(cause) {
-    this.#broken = true;
-    const error = new ToolgateError("SHARING_UNAVAILABLE", `The tabs cannot share a connection here: ${cause?.message ?? cause}`, { cause });
+    if (this.#broken) return;
+    const error =
+      cause instanceof ToolgateError && cause.code === "SHARING_UNAVAILABLE"
+        ? cause
+        : new ToolgateError("SHARING_UNAVAILABLE", `The tabs cannot share a connection here: ${cause?.message ?? cause}`, { cause });
+    this.#broken = error;
     for (const member of [...this.#members.values()]) member.onRefused(error);
+    this.#members.clear();
+    this.#statusGiven.clear();
+    this.#resign();
+    this.#stopWatchdog();
   }
 
   /** Lets go of the lock, or of the place in line for it. */
@@ -233,6 +252,10 @@ export class TabCoordinator {
         else this.#post({ type: "refused", sessionId: session.sessionId, to: session.owner, error: { code: error.code, message: error.message, status: error.status } });
       },
       changed: () => this.#leaderChanged(),
+      unavailable: (error) => {
+        this.#post({ type: "unavailable", error: { code: error.code, message: error.message, status: error.status } });
+        this.#unavailable(error);
+      },
       problem: (error, during) => {
         for (const member of this.#members.values()) member.onProblem?.(error, during);
       },
@@ -348,11 +371,15 @@ export class TabCoordinator {
       case "event":
         this.#members.get(message.sessionId)?.onEvent(message.event);
         return;
-      case "refused":
-        if (message.to === this.#pageId) {
-          const e = message.error ?? {};
-          this.#members.get(message.sessionId)?.onRefused(new ToolgateError(e.code ?? "NOT_FOUND", e.message ?? "The session was refused", { status: e.status ?? 404 }));
-        }
+      case "refused": {
+        if (message.to !== this.#pageId) return;
+        const error = sentError(message.error, "NOT_FOUND", "The session was refused");
+        if (error.code === "SHARING_UNAVAILABLE") this.#unavailable(error);
+        else this.#members.get(message.sessionId)?.onRefused(error);
+        return;
+      }
+      case "unavailable":
+        this.#unavailable(sentError(message.error, "SHARING_UNAVAILABLE", "The gateway cannot carry several sessions on one connection"));
         return;
       default:
         return; // a message of a later version
@@ -425,6 +452,14 @@ export class TabCoordinator {
     if (wasHidden) for (const member of this.#members.values()) this.#announce(member, member.cursor());
     this.#campaign();
   }
+}
+
+/** The ToolgateError another page sent as {code, message, status}; the defaults fill what is missing or not of its type. */
+function sentError(sent, code, message) {
+  const e = sent && typeof sent === "object" ? sent : {};
+  return new ToolgateError(typeof e.code === "string" ? e.code : code, typeof e.message === "string" ? e.message : message, {
+    status: Number.isInteger(e.status) ? e.status : code === "NOT_FOUND" ? 404 : 0,
+  });
 }
 
 const TRANSPORTS = new Set(["sse", "poll"]);

@@ -86,9 +86,12 @@ export function fakeChannels() {
 /**
  * A gateway's multi-session endpoints whose stream events the test writes;
  * at most `limit` sessions on a stream (400 on an open, 409 on a join past
- * it), and never a stream opened with none (400), as the gateway does.
+ * it), and never a stream opened with none (400), as the gateway does. The
+ * sessions in `refuse` are refused on an open (a stream that then carries
+ * none ends at once); `answerMulti()`, when given, answers every open and
+ * poll instead (a gateway without these endpoints).
  */
-export function fakeGateway({ limit = 64 } = {}) {
+export function fakeGateway({ limit = 64, refuse = [], answerMulti = null } = {}) {
   const streams = [];
   const requests = [];
   const encoder = new TextEncoder();
@@ -103,6 +106,7 @@ export function fakeGateway({ limit = 64 } = {}) {
     return response;
   }
   async function answer(path, method, body, init) {
+    if (answerMulti && (path === "/v1/streams" || path === "/v1/poll")) return answerMulti();
     if (method === "POST" && path === "/v1/streams") {
       if (body.sessions.length === 0) return refusal(400, "BAD_REQUEST", "no sessions");
       if (body.sessions.length > limit) return refusal(400, "BAD_REQUEST", `at most ${limit} sessions may share one stream or poll`, { limit });
@@ -125,7 +129,11 @@ export function fakeGateway({ limit = 64 } = {}) {
         controller.error(new DOMException("aborted", "AbortError"));
       });
       streams.push(stream);
-      stream.send("ready", { stream_id: stream.id, heartbeat_ms: 15000, sessions: stream.sessions, refused: [] });
+      const refused = stream.sessions.filter((id) => refuse.includes(id));
+      stream.sessions = stream.sessions.filter((id) => !refuse.includes(id));
+      const refusals = refused.map((id) => ({ session_id: id, code: "UNAUTHENTICATED", message: "invalid session token" }));
+      stream.send("ready", { stream_id: stream.id, heartbeat_ms: 15000, sessions: stream.sessions, refused: refusals });
+      if (stream.sessions.length === 0) controller.close(); // every session refused: the stream ends at once
       return new Response(readable, { status: 200, headers: { "Content-Type": "text/event-stream" } });
     }
     const join = /^\/v1\/streams\/([^/]+)\/sessions$/.exec(path);

@@ -2,8 +2,10 @@
 // coordinator, with a fake Web Locks manager: Node 20 has BroadcastChannel
 // but no navigator.locks) against a real gateway started with
 // `--max-stream-sessions 4`: the sessions are split over streams of at most
-// 4, and every client answers its own tool.
-import { test, before, after } from "node:test";
+// 4, and every client answers its own tool. With the multi-session
+// endpoints hidden (404, as from an earlier gateway) each client falls back
+// to a connection of its own and answers too.
+import { test, before, after, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { FakeLocks } from "../lib/tab-fakes.mjs";
 import { startGateway } from "../lib/gateway.mjs";
@@ -17,8 +19,8 @@ let gw;
 before(async () => {
   gw = await startGateway({ args: ["--max-stream-sessions", "4"] });
 });
+afterEach(() => tabCoordinator(gw.url, {}).dispose());
 after(async () => {
-  if (gw) tabCoordinator(gw.url, {}).dispose();
   await gw?.stop();
 });
 
@@ -46,6 +48,31 @@ test("10 clients, a gateway taking 4 sessions per stream: streams of at most 4, 
     assert.ok(served.length >= 3, `at least 3 streams for 10 sessions: ${JSON.stringify(opens)}`);
     assert.ok(served.every((o) => o.sessions <= 4), JSON.stringify(opens));
     assert.ok(opens.filter((o) => o.status === 400).length <= 1, `at most one open refused: ${JSON.stringify(opens)}`);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+});
+
+test("a gateway without the multi-session endpoints (404): each client falls back to a connection of its own and answers", async () => {
+  const asked = [];
+  const withoutMulti = async (url, init = {}) => {
+    const path = new URL(url).pathname;
+    asked.push(path);
+    if (path === "/v1/streams" || path === "/v1/poll") return new Response("404 page not found\n", { status: 404 });
+    return fetch(url, init);
+  };
+  const clients = Array.from({ length: 3 }, (_, i) => {
+    const client = new ToolgateClient({ baseUrl: gw.url, storage: null, fetch: withoutMulti, reconnectBaseMs: 100, reconnectMaxMs: 1000 });
+    client.registerTool({ name: `old_${i}`, description: `Answers ${i}`, handler: () => ({ i }) });
+    return client;
+  });
+  try {
+    await Promise.all(clients.map((c) => c.connect()));
+    assert.ok(clients.every((c) => !c.sharesConnection), "each client is on its own");
+    const records = await Promise.all(clients.map((c, i) => gw.call(c.sessionId, `old_${i}`, {}, { timeout_ms: 10000 })));
+    records.forEach((record, i) => assert.deepEqual([record.status, record.output], ["completed", { i }]));
+    const multiTries = asked.filter((p) => p === "/v1/streams" || p === "/v1/poll").length;
+    assert.equal(multiTries, 1, "one try of the multi-session endpoints");
   } finally {
     await Promise.all(clients.map((c) => c.close()));
   }
