@@ -9,8 +9,15 @@
 // One TabCoordinator per page and gateway, shared by the page's clients.
 // The messages on the channel (every one has `type` and `from`, the sending
 // page's random id):
-//   join     {sessionId, token, cursor}  a client carries its session; the leader adds it
+//   join     {sessionId, token, cursor, keepalive}
+//                                        a client carries its session; the leader adds it
 //   leave    {sessionId, token}          a client stopped (close, pagehide); the leader drops it
+//   alive    {sessions}                  a page with clients is alive, every KEEPALIVE_MS (and
+//                                        in answer to the leader's heartbeat); the leader drops
+//                                        the sessions of a page silent for PAGE_SILENCE_MS (a
+//                                        crashed tab, or one discarded while frozen, says no
+//                                        leave). Pages whose joins lack `keepalive` (earlier
+//                                        versions) send none and are never dropped.
 //   roll_call                            a new leader asks every page to send its joins again
 //   leader   {transport, joined, known}  the leader, every second and on each change:
 //                                        its transport, the sessions live on its connection,
@@ -36,6 +43,11 @@ export const LEADER_SILENCE_MS = 3000;
 const PROBE_WAIT_MS = 500;
 /** How long a new leader gathers the pages' joins before it opens its connection. */
 const GATHER_MS = 150;
+/** How often a page with clients tells the leader it is alive. */
+export const KEEPALIVE_MS = 2000;
+/** Silence of a page after which the leader drops its sessions (and at least as many of its own heartbeats). */
+export const PAGE_SILENCE_MS = 3 * KEEPALIVE_MS;
+const PAGE_SILENCE_BEATS = 3;
 /** A page sends its join again when the leader has not listed its session for this long. */
 const REANNOUNCE_MS = 2000;
 
@@ -81,6 +93,7 @@ export class TabCoordinator {
   #lastLeaderHeard = 0;
   #probedAt = 0;
   #watchdog = null;
+  #aliveSaidAt = 0;
   #hidden = false;
   #frozen = false;
   /**
@@ -260,12 +273,18 @@ export class TabCoordinator {
         for (const member of this.#members.values()) member.onProblem?.(error, during);
       },
     });
-    const lead = { request, connection, abort, heartbeat: null, dirty: false };
+    // beats counts the heartbeats; pagesHeard is, by page id, when it was last
+    // heard {at, beat} and whether it says `alive` ({keepalive}).
+    const lead = { request, connection, abort, heartbeat: null, dirty: false, beats: 0, pagesHeard: new Map() };
     this.#lead = lead;
     for (const member of this.#members.values()) connection.add({ sessionId: member.sessionId, token: member.token, cursor: member.cursor(), owner: this.#pageId });
     this.#post({ type: "roll_call" });
     this.#sayLeader();
-    lead.heartbeat = setInterval(() => this.#sayLeader(), LEADER_HEARTBEAT_MS);
+    lead.heartbeat = setInterval(() => {
+      lead.beats++;
+      this.#dropSilentPages(lead);
+      this.#sayLeader();
+    }, LEADER_HEARTBEAT_MS);
     setTimeout(() => {
       if (!abort.signal.aborted) connection.run(abort.signal);
     }, GATHER_MS);
@@ -279,6 +298,39 @@ export class TabCoordinator {
     lead.abort.abort();
     this.#lastLeaderHeard = Date.now();
     this.#giveStatuses();
+  }
+
+  /**
+   * Stops carrying the sessions of pages that went silent: no message for
+   * PAGE_SILENCE_MS and PAGE_SILENCE_BEATS heartbeats (a leader whose own
+   * timers are throttled does not count its own slowness against them).
+   */
+  #dropSilentPages(lead) {
+    const now = Date.now();
+    for (const s of [...lead.connection.sessions.values()]) {
+      if (s.owner === this.#pageId) continue;
+      const heard = lead.pagesHeard.get(s.owner);
+      if (!heard?.keepalive || now - heard.at <= PAGE_SILENCE_MS || lead.beats - heard.beat < PAGE_SILENCE_BEATS) continue;
+      lead.connection.remove(s.sessionId, s.owner);
+    }
+  }
+
+  /** Notes that a page spoke (for #dropSilentPages). */
+  #heardPage(message) {
+    const lead = this.#lead;
+    if (!lead || typeof message.from !== "string") return;
+    const before = lead.pagesHeard.get(message.from);
+    const keepalive = Boolean(before?.keepalive) || message.type === "alive" || message.keepalive === true;
+    lead.pagesHeard.set(message.from, { at: Date.now(), beat: lead.beats, keepalive });
+  }
+
+  /** Tells the leader this page is alive, unless it was told less than `gapMs` ago. */
+  #sayAlive(gapMs) {
+    if (this.#lead || this.#members.size === 0 || this.#hidden || this.#frozen) return;
+    const now = Date.now();
+    if (now - this.#aliveSaidAt < gapMs) return;
+    this.#aliveSaidAt = now;
+    this.#post({ type: "alive", sessions: [...this.#members.keys()] });
   }
 
   /** The connection's transport or sessions changed: tell the pages (once per turn) and this page's members. */
@@ -327,7 +379,7 @@ export class TabCoordinator {
     member.announcedAt = Date.now();
     const join = { sessionId: member.sessionId, token: member.token, cursor: Number.isFinite(cursor) ? cursor : null };
     if (this.#lead) this.#lead.connection.add({ ...join, owner: this.#pageId });
-    else this.#post({ type: "join", ...join });
+    else this.#post({ type: "join", ...join, keepalive: true });
   }
 
   #sayLeave(member) {
@@ -345,6 +397,7 @@ export class TabCoordinator {
 
   #onMessage(message) {
     if (!message || typeof message !== "object" || message.from === this.#pageId) return;
+    this.#heardPage(message);
     const lead = this.#lead;
     switch (message.type) {
       case "join":
@@ -353,6 +406,8 @@ export class TabCoordinator {
       case "leave":
         lead?.connection.remove(message.sessionId, message.from);
         return;
+      case "alive":
+        return; // heard (#heardPage); a session the leader lacks is joined again on its next `leader`
       case "probe":
         if (lead) this.#sayLeader();
         return;
@@ -367,6 +422,7 @@ export class TabCoordinator {
         this.#heardLeader();
         this.#giveStatuses(snapshot);
         this.#reannounceMissing(snapshot);
+        this.#sayAlive(KEEPALIVE_MS / 2);
         return;
       case "event":
         this.#members.get(message.sessionId)?.onEvent(message.event);
@@ -404,7 +460,10 @@ export class TabCoordinator {
   #startWatchdog() {
     if (this.#watchdog) return;
     const jitter = Math.random() * 500;
-    this.#watchdog = setInterval(() => this.#checkLeader(jitter), 250);
+    this.#watchdog = setInterval(() => {
+      this.#checkLeader(jitter);
+      this.#sayAlive(KEEPALIVE_MS);
+    }, 250);
   }
 
   #stopWatchdog() {
