@@ -18,10 +18,17 @@
 //                                        crashed tab, or one discarded while frozen, says no
 //                                        leave). Pages whose joins lack `keepalive` (earlier
 //                                        versions) send none and are never dropped.
-//   roll_call                            a new leader asks every page to send its joins again
-//   leader   {transport, joined, known}  the leader, every second and on each change:
-//                                        its transport, the sessions live on its connection,
-//                                        the sessions it knows of
+//   roll_call {term}                     a new leader asks every page to send its joins again
+//   leader   {term, live, known, transport, joined}
+//                                        the leader, every second and on each change: each
+//                                        live session's transport, the sessions it knows of
+//                                        (transport and joined: for pages of earlier versions)
+// A leader's term {n, page} is taken when it gets the lock: one more than the
+// highest term its page has heard (pages report theirs in join and alive; a
+// new leader takes a term above a higher one reported in its first moments).
+// Pages ignore leader messages of a term below the highest they heard (a
+// leader whose lock was just stolen) while that term's leader talks, and a
+// leader that hears a higher term steps down. Messages of the wrong form are ignored.
 //   probe                                a page that has not heard the leader for a while asks
 //                                        it to answer with a `leader` message at once
 //   event    {sessionId, event}          an event of a session, for the page that owns it
@@ -48,6 +55,8 @@ export const KEEPALIVE_MS = 2000;
 /** Silence of a page after which the leader drops its sessions (and at least as many of its own heartbeats). */
 export const PAGE_SILENCE_MS = 3 * KEEPALIVE_MS;
 const PAGE_SILENCE_BEATS = 3;
+/** How long a new leader takes a term above one the pages report (it had not heard it). */
+const TERM_ADOPTION_MS = 2 * LEADER_HEARTBEAT_MS;
 /** A page sends its join again when the leader has not listed its session for this long. */
 const REANNOUNCE_MS = 2000;
 
@@ -93,6 +102,10 @@ export class TabCoordinator {
   #lastLeaderHeard = 0;
   #probedAt = 0;
   #watchdog = null;
+  /** The latest leader's term this page knows of ({n, page}); a new leader takes the next. */
+  #highestTerm = { n: 0, page: "" };
+  /** When the leader of #highestTerm was last heard. */
+  #highestTermHeardAt = 0;
   #aliveSaidAt = 0;
   #hidden = false;
   #frozen = false;
@@ -275,10 +288,12 @@ export class TabCoordinator {
     });
     // beats counts the heartbeats; pagesHeard is, by page id, when it was last
     // heard {at, beat} and whether it says `alive` ({keepalive}).
-    const lead = { request, connection, abort, heartbeat: null, dirty: false, beats: 0, pagesHeard: new Map() };
+    const term = { n: this.#highestTerm.n + 1, page: this.#pageId };
+    this.#highestTerm = term;
+    const lead = { request, connection, abort, heartbeat: null, dirty: false, beats: 0, pagesHeard: new Map(), term, startedAt: Date.now() };
     this.#lead = lead;
     for (const member of this.#members.values()) connection.add({ sessionId: member.sessionId, token: member.token, cursor: member.cursor(), owner: this.#pageId });
-    this.#post({ type: "roll_call" });
+    this.#post({ type: "roll_call", term });
     this.#sayLeader();
     lead.heartbeat = setInterval(() => {
       lead.beats++;
@@ -330,7 +345,7 @@ export class TabCoordinator {
     const now = Date.now();
     if (now - this.#aliveSaidAt < gapMs) return;
     this.#aliveSaidAt = now;
-    this.#post({ type: "alive", sessions: [...this.#members.keys()] });
+    this.#post({ type: "alive", sessions: [...this.#members.keys()], term: this.#highestTerm });
   }
 
   /** The connection's transport or sessions changed: tell the pages (once per turn) and this page's members. */
@@ -352,7 +367,7 @@ export class TabCoordinator {
     // `live` gives each session's own transport (its lane's); `transport` and
     // `joined` are what pages of earlier versions read.
     const live = Object.fromEntries(joined.map((id) => [id, connection.transportOf(id)]));
-    this.#post({ type: "leader", transport: connection.transport, joined, live, known: [...connection.sessions.keys()] });
+    this.#post({ type: "leader", term: lead.term, transport: connection.transport, joined, live, known: [...connection.sessions.keys()] });
     this.#giveStatuses();
   }
 
@@ -379,7 +394,7 @@ export class TabCoordinator {
     member.announcedAt = Date.now();
     const join = { sessionId: member.sessionId, token: member.token, cursor: Number.isFinite(cursor) ? cursor : null };
     if (this.#lead) this.#lead.connection.add({ ...join, owner: this.#pageId });
-    else this.#post({ type: "join", ...join, keepalive: true });
+    else this.#post({ type: "join", ...join, keepalive: true, term: this.#highestTerm });
   }
 
   #sayLeave(member) {
@@ -396,39 +411,69 @@ export class TabCoordinator {
   }
 
   #onMessage(message) {
-    if (!message || typeof message !== "object" || message.from === this.#pageId) return;
+    if (!message || typeof message !== "object" || typeof message.from !== "string" || message.from === this.#pageId) return;
     this.#heardPage(message);
     const lead = this.#lead;
     switch (message.type) {
       case "join":
+        if (!isId(message.sessionId) || !isId(message.token) || !(message.cursor == null || Number.isFinite(message.cursor))) return;
+        this.#raiseTerm(message.term);
         lead?.connection.add({ sessionId: message.sessionId, token: message.token, cursor: message.cursor, owner: message.from });
         return;
       case "leave":
-        lead?.connection.remove(message.sessionId, message.from);
+        if (isId(message.sessionId)) lead?.connection.remove(message.sessionId, message.from);
         return;
       case "alive":
-        return; // heard (#heardPage); a session the leader lacks is joined again on its next `leader`
+        // Heard (#heardPage); a session the leader lacks is joined again on its next `leader`.
+        this.#raiseTerm(message.term);
+        return;
       case "probe":
         if (lead) this.#sayLeader();
         return;
       case "roll_call":
-        this.#heardLeader();
+        // Answered whatever its term: the joins carry this page's highest
+        // term, which a new leader that has not heard it takes above.
+        if (isTerm(message.term) && compareTerms(message.term, this.#highestTerm) >= 0) {
+          this.#highestTerm = message.term;
+          this.#highestTermHeardAt = Date.now();
+          this.#heardLeader();
+        }
         for (const member of this.#members.values()) this.#announce(member, member.cursor());
         return;
-      case "leader":
-        if (lead) return; // a leader whose lock was taken from it says so until it notices
+      case "leader": {
+        if (!isTerm(message.term)) return; // an earlier version's leader, or not a leader message at all
+        if (lead) {
+          // Another page holds a later term: the lock was taken from this
+          // one, which steps down at once rather than when the lock says so.
+          if (compareTerms(message.term, lead.term) > 0) {
+            this.#highestTerm = message.term;
+            this.#resign();
+            this.#campaign();
+          }
+          return;
+        }
+        // A lower term is a leader that lost the lock, while the one that
+        // took it talks; once that one is silent (gone), the lower is heard.
+        const older = compareTerms(message.term, this.#highestTerm) < 0;
+        if (older && Date.now() - this.#highestTermHeardAt < LEADER_SILENCE_MS) return;
         const snapshot = leaderSnapshot(message);
         if (!snapshot) return;
+        this.#highestTerm = message.term;
+        this.#highestTermHeardAt = Date.now();
         this.#heardLeader();
         this.#giveStatuses(snapshot);
         this.#reannounceMissing(snapshot);
         this.#sayAlive(KEEPALIVE_MS / 2);
         return;
-      case "event":
-        this.#members.get(message.sessionId)?.onEvent(message.event);
+      }
+      case "event": {
+        const event = message.event;
+        if (!isId(message.sessionId) || !event || typeof event !== "object" || Array.isArray(event) || typeof event.type !== "string") return;
+        this.#members.get(message.sessionId)?.onEvent(event);
         return;
+      }
       case "refused": {
-        if (message.to !== this.#pageId) return;
+        if (message.to !== this.#pageId || !isId(message.sessionId)) return;
         const error = sentError(message.error, "NOT_FOUND", "The session was refused");
         if (error.code === "SHARING_UNAVAILABLE") this.#unavailable(error);
         else this.#members.get(message.sessionId)?.onRefused(error);
@@ -440,6 +485,20 @@ export class TabCoordinator {
       default:
         return; // a message of a later version
     }
+  }
+
+  /**
+   * A page reports the highest term it knows: a leader in its first moments
+   * (one that had heard no leader before, as a page just opened) takes a
+   * term above it, so that the pages listen to it.
+   */
+  #raiseTerm(term) {
+    const lead = this.#lead;
+    if (!isTerm(term) || compareTerms(term, this.#highestTerm) <= 0) return;
+    if (!lead || Date.now() - lead.startedAt > TERM_ADOPTION_MS) return;
+    lead.term = { n: term.n + 1, page: this.#pageId };
+    this.#highestTerm = lead.term;
+    this.#sayLeader();
   }
 
   #heardLeader() {
@@ -519,6 +578,22 @@ function sentError(sent, code, message) {
   return new ToolgateError(typeof e.code === "string" ? e.code : code, typeof e.message === "string" ? e.message : message, {
     status: Number.isInteger(e.status) ? e.status : code === "NOT_FOUND" ? 404 : 0,
   });
+}
+
+/** Whether a value is a non-empty string (a session id, a token). */
+function isId(value) {
+  return typeof value === "string" && value.length > 0;
+}
+
+/** Whether a value is a leader's term: {n: a whole number, page: the leader page's id}. */
+function isTerm(term) {
+  return Boolean(term) && typeof term === "object" && Number.isSafeInteger(term.n) && term.n >= 0 && typeof term.page === "string";
+}
+
+/** Orders two terms: by number, then by page id (two pages that took the same number). */
+function compareTerms(a, b) {
+  if (a.n !== b.n) return a.n < b.n ? -1 : 1;
+  return a.page < b.page ? -1 : a.page > b.page ? 1 : 0;
 }
 
 const TRANSPORTS = new Set(["sse", "poll"]);
