@@ -1,72 +1,84 @@
-// The one connection that carries the events of many sessions (every tab's,
-// in the tab that leads; see toolgate-tabs.js): `POST /v1/streams`, with
-// sessions joining and leaving it as tabs come and go, or `POST /v1/poll`
-// where a proxy holds the stream back. The wire contract is the
-// "multi-session stream" part of docs/PROTOCOL.md. Tokens travel in request
-// bodies only (and in the Authorization header of a leave).
+// The connection of the leading tab (see toolgate-tabs.js): it carries the
+// events of every tab's session. The gateway takes at most
+// `--max-stream-sessions` (default 64) sessions on one stream or poll, so
+// the sessions are split into lanes of at most that many, each one stream
+// (or poll) of its own (toolgate-lane.js). The limit is learned from the
+// gateway's refusals (a 400 on an open or poll, a 409 on a join); one
+// session too many moves to another lane and never disturbs the others.
 
-import { ToolgateError, backoffDelay, requestJSON, sleep } from "./toolgate-http.js";
-import { decodePollEvent, readEventStream } from "./toolgate-transport.js";
+import { SessionLane } from "./toolgate-lane.js";
 
-/** Errors after which the stream cannot be trusted and the connection polls. */
-const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
-
-/** How long a change of the polled sessions waits for more changes before it polls again. */
-const POLL_REGROUP_MS = 50;
+/** The gateway's default `--max-stream-sessions`, used until it says otherwise. */
+export const DEFAULT_SESSION_LIMIT = 64;
 
 /**
- * One session carried by the connection.
- * @typedef {{sessionId: string, token: string, owner: string, cursor: number|null,
- *            pollCursor: number|null, joinedOn: object|null, joining: object|null}} CarriedSession
- */
-
-/**
- * The connection of the leading tab. It is told which sessions to carry
- * (add, remove) and reports through its callbacks: `deliver(sessionId, ev)`
- * for each event of a session, `refuse(session, error)` when the gateway
- * refuses a session or the session ended (it is no longer carried),
- * `changed()` when the transport or the set of sessions on it changed, and
- * `problem(error, during)` for the trouble the client's "error" event reports.
+ * Every session the leading tab carries, over as many lanes as the limit
+ * needs. It is told which sessions to carry (add, remove) and reports
+ * through its callbacks: `deliver(sessionId, ev)` for each event of a
+ * session, `refuse(session, error)` when the gateway refuses a session or
+ * the session ended (it is no longer carried), `unavailable(error)` when
+ * the gateway has no multi-session endpoints, `changed()` when a transport
+ * or the set of live sessions changed, and `problem(error, during)` for the
+ * trouble the client's "error" event reports.
  */
 export class MultiSessionConnection {
-  /** @type {Map<string, CarriedSession>} */
+  /** @type {Map<string, import("./toolgate-lane.js").CarriedSession>} */
   sessions = new Map();
-  /** "sse" or "poll" while live, else null. */
-  transport = null;
+  /** The most sessions one lane carries. */
+  limit = DEFAULT_SESSION_LIMIT;
+  /** @type {SessionLane[]} */
+  #lanes = [];
+  /** The run of each lane: lane -> AbortController. */
+  #running = new Map();
+  #signal = null;
+  /** Set when the gateway has no multi-session endpoints: every session is refused with it. */
+  #unavailable = null;
   #opts;
-  /** The live connection (a fresh object per stream or polling run); sessions joined to it point at it. */
-  #conn = null;
-  #streamId = null;
-  /** Aborts the held poll, so that it is asked again with the new set of sessions. */
-  #regroupPoll = null;
-  #membershipChanged = null;
-  #sseRetryDelay;
 
-  /**
-   * @param {{baseUrl: string, fetchFn: typeof fetch, sseReadyTimeoutMs: number, sseRetryMs: number,
-   *          sseRetryMaxMs: number, stallTimeoutMs?: number, pollWaitMs?: number, reconnectBaseMs: number,
-   *          reconnectMaxMs: number, deliver: Function, refuse: Function, changed: Function, problem: Function}} opts
-   */
+  /** @param {object} opts the lanes' options (see SessionLane) and the callbacks above */
   constructor(opts) {
     this.#opts = opts;
-    this.#sseRetryDelay = opts.sseRetryMs;
   }
 
-  /** The ids of the sessions on the live connection. */
+  /** The transport of the first live lane ("sse" or "poll"), or null when none is live. */
+  get transport() {
+    return this.#lanes.find((lane) => lane.transport)?.transport ?? null;
+  }
+
+  /** The ids of the sessions live on a lane's connection. */
   get joined() {
-    if (!this.transport) return [];
-    return [...this.sessions.values()].filter((s) => s.joinedOn === this.#conn).map((s) => s.sessionId);
+    return this.#lanes.flatMap((lane) => lane.joined);
+  }
+
+  /** How many lanes (streams or polls) carry the sessions. */
+  get laneCount() {
+    return this.#lanes.filter((lane) => lane.sessions.size > 0).length;
+  }
+
+  /** The transport a session is live on, or null. */
+  transportOf(sessionId) {
+    const s = this.sessions.get(sessionId);
+    return s?.lane?.carries(s) ? s.lane.transport : null;
   }
 
   /**
    * Carries a session (again): a session already carried takes the new
-   * owner, token and, when given, cursor; it is joined to the live stream.
+   * owner, token and, when given, cursor; it is joined to its lane's stream.
    */
   add({ sessionId, token, cursor, owner }) {
+    if (this.#unavailable) {
+      const error = this.#unavailable;
+      queueMicrotask(() => this.#opts.refuse({ sessionId, token, owner }, error));
+      return;
+    }
     let s = this.sessions.get(sessionId);
-    const fresh = !s || s.token !== token;
+    if (s && s.token !== token) {
+      this.#drop(s);
+      s = undefined;
+    }
+    const fresh = !s;
     if (fresh) {
-      s = { sessionId, token, owner, cursor: null, pollCursor: null, joinedOn: null, joining: null };
+      s = { sessionId, token, owner, cursor: null, pollCursor: null, joinedOn: null, joining: null, lane: null };
       this.sessions.set(sessionId, s);
     }
     s.owner = owner;
@@ -74,325 +86,107 @@ export class MultiSessionConnection {
       s.cursor = Number.isFinite(cursor) ? cursor : null;
       s.pollCursor = null;
     }
-    if (s.joinedOn !== this.#conn || !this.transport) this.#membership();
-    if (this.transport === "sse") this.#join(s);
+    if (s.lane) s.lane.add(s);
+    else this.#place(s);
   }
 
   /** Stops carrying a session, if `owner` (when given) is still the one that announced it. */
   remove(sessionId, owner) {
     const s = this.sessions.get(sessionId);
     if (!s || (owner !== undefined && s.owner !== owner)) return;
-    this.sessions.delete(sessionId);
-    const streamId = this.#streamId;
-    if (this.transport === "sse" && s.joinedOn === this.#conn && streamId) {
-      const url = `${this.#opts.baseUrl}/v1/streams/${encodeURIComponent(streamId)}/sessions/${encodeURIComponent(sessionId)}`;
-      requestJSON(this.#opts.fetchFn, url, { method: "DELETE", token: s.token }).catch(() => {});
-    }
-    this.#membership();
+    this.#drop(s);
     this.#opts.changed();
   }
 
-  /** Runs the connection until the signal aborts: the stream, the poll where it is held back, reconnects. */
+  /** Runs every lane until the signal aborts. */
   async run(signal) {
-    let mode = "sse";
-    for (let failures = 0; !signal.aborted; ) {
-      try {
-        if (mode === "sse") await this.#runStream(signal);
-        else await this.#runPolling(signal);
-        failures = 0;
-        if (mode === "poll") mode = "sse";
-      } catch (err) {
-        if (signal.aborted) break;
-        if (STREAM_HELD_BACK.has(err?.code)) {
-          this.#opts.problem(err, "stream");
-          mode = "poll";
-          continue;
-        }
-        if (this.transport === "sse") mode = "sse";
-        this.#setTransport(null, null);
-        this.#opts.problem(err, "connection");
-        await sleep(err?.retryAfterMs ?? backoffDelay(failures++, this.#opts.reconnectBaseMs, this.#opts.reconnectMaxMs), signal);
-      }
+    this.#signal = signal;
+    for (const lane of this.#lanes) this.#start(lane);
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    this.#running.clear();
+  }
+
+  #drop(s) {
+    this.sessions.delete(s.sessionId);
+    const lane = s.lane;
+    lane?.remove(s);
+    if (lane) this.#retireIfEmpty(lane);
+  }
+
+  /** Puts a session on the first lane with room (other than `avoid`), or on a new lane. */
+  #place(s, avoid = null) {
+    let lane = this.#lanes.find((l) => l !== avoid && l.sessions.size < this.limit);
+    if (!lane) {
+      lane = this.#newLane();
+      this.#lanes.push(lane);
+      this.#start(lane);
     }
-    this.#setTransport(null, null);
+    lane.add(s);
   }
 
-  // --- the stream ---------------------------------------------------------------
-
-  /** Reads one multi-session stream until it fails; rejects when it ends. */
-  async #runStream(signal, onReady) {
-    const controller = new AbortController();
-    const stop = () => controller.abort();
-    signal.addEventListener("abort", stop, { once: true });
-    const conn = { stop };
-    let heldBack = null;
-    let timer = null;
-    let heartbeatMs = 15000;
-    const arm = (ms, code, message) => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        heldBack = new ToolgateError(code, message);
-        controller.abort();
-      }, ms);
-    };
-    const stallMs = () => this.#opts.stallTimeoutMs ?? heartbeatMs * 2 + 5000;
-    const readyMs = this.#opts.sseReadyTimeoutMs;
-    arm(readyMs, "STREAM_NOT_READY", `The event stream did not deliver "ready" within ${readyMs} ms (a proxy may be buffering it)`);
-    let ready = false;
-    const opened = [...this.sessions.values()];
-    try {
-      await readEventStream({
-        fetchFn: this.#opts.fetchFn,
-        url: `${this.#opts.baseUrl}/v1/streams`,
-        body: { sessions: opened.map((s) => wireSession(s, s.cursor)) },
-        signal: controller.signal,
-        onActivity: () => {
-          if (ready) arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
-        },
-        onEvent: (ev) => {
-          if (ev.type === "ready") {
-            ready = true;
-            if (Number.isFinite(ev.heartbeat_ms)) heartbeatMs = ev.heartbeat_ms;
-            arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
-            this.#sseRetryDelay = this.#opts.sseRetryMs;
-            onReady?.();
-            this.#streamReady(conn, ev, opened);
-            return;
-          }
-          if (ready) this.#streamEvent(conn, ev);
-        },
-      });
-      if (heldBack) throw heldBack;
-      throw new ToolgateError("STREAM_ENDED", "The gateway ended the event stream");
-    } catch (err) {
-      throw heldBack ?? err;
-    } finally {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", stop);
-      if (this.#conn === conn) this.#setTransport(null, null);
-    }
-  }
-
-  #streamReady(conn, ready, opened) {
-    this.#streamId = typeof ready.stream_id === "string" ? ready.stream_id : null;
-    const accepted = new Set(Array.isArray(ready.sessions) ? ready.sessions : []);
-    for (const s of opened) if (accepted.has(s.sessionId) && this.sessions.get(s.sessionId) === s) s.joinedOn = conn;
-    for (const r of Array.isArray(ready.refused) ? ready.refused : []) this.#refuse(r.session_id, refusalError(r));
-    this.#setTransport("sse", conn);
-    // Sessions announced while the stream was being opened join it now.
-    for (const s of this.sessions.values()) if (s.joinedOn !== conn) this.#join(s);
-  }
-
-  #streamEvent(conn, ev) {
-    const s = typeof ev.session_id === "string" ? this.sessions.get(ev.session_id) : undefined;
-    switch (ev.type) {
-      case "ping":
-        return;
-      case "session_joined":
-        if (s && s.joinedOn !== conn) {
-          s.joinedOn = conn;
-          this.#opts.changed();
-        }
-        return;
-      case "session_left":
-        if (!s) return;
-        if (ev.reason !== "left") {
-          this.#refuse(s.sessionId, sessionEnded(ev.reason));
-        } else if (s.joinedOn === conn) {
-          // Left, yet carried: a tab's leave (a reload) crossed the next page's
-          // join of the same session, and the gateway took them the other way round.
-          s.joinedOn = null;
-          this.#opts.changed();
-          this.#join(s);
-        }
-        return;
-      default:
-        if (!s) return; // a session no longer carried (its leave is on the way)
-        if (Number.isFinite(ev.seq)) {
-          if (s.cursor === null || ev.seq > s.cursor) s.cursor = ev.seq;
-          s.pollCursor = null;
-        }
-        this.#opts.deliver(s.sessionId, ev);
-    }
-  }
-
-  /** Joins a session to the live stream (once per stream). */
-  async #join(s) {
-    const conn = this.#conn;
-    const streamId = this.#streamId;
-    if (this.transport !== "sse" || !streamId || s.joinedOn === conn || s.joining === conn) return;
-    s.joining = conn;
-    try {
-      await requestJSON(this.#opts.fetchFn, `${this.#opts.baseUrl}/v1/streams/${encodeURIComponent(streamId)}/sessions`, {
-        method: "POST",
-        body: wireSession(s, s.cursor),
-      });
-      if (this.sessions.get(s.sessionId) === s && this.#conn === conn) {
-        s.joinedOn = conn;
-        this.#opts.changed();
-      }
-    } catch (err) {
-      if (this.#conn !== conn || this.sessions.get(s.sessionId) !== s) return;
-      if (err instanceof ToolgateError && (err.status === 400 || err.status === 401 || err.status === 403)) {
-        this.#refuse(s.sessionId, err);
-      } else {
-        // 404 is an ended stream or a gone session, the same code for both; a
-        // new stream tells which (its ready event refuses a gone session).
-        // Network trouble and a full stream (409) also start a new stream.
-        this.#opts.problem(err, "connection");
-        conn.stop();
-      }
-    } finally {
-      if (s.joining === conn) s.joining = null;
-    }
-  }
-
-  // --- the poll -----------------------------------------------------------------
-
-  /**
-   * Long-polls every carried session until the signal aborts or an error;
-   * probes the stream meanwhile (after a delay that doubles after each
-   * failed probe), and lets a probe that delivers "ready" carry on.
-   */
-  async #runPolling(signal) {
-    const pollController = new AbortController();
-    const stopPoll = () => pollController.abort();
-    signal.addEventListener("abort", stopPoll, { once: true });
-    const conn = { stop: stopPoll };
-    let probe = null;
-    let probeTimer = null;
-    const scheduleProbe = () => {
-      if (signal.aborted) return;
-      probeTimer = setTimeout(() => {
-        probe = this.#runStream(signal, stopPoll);
-        probe.catch((err) => {
-          if (!pollController.signal.aborted) {
-            this.#sseRetryDelay = Math.min(this.#sseRetryDelay * 2, this.#opts.sseRetryMaxMs);
-            this.#opts.problem(err, "stream-probe");
-            scheduleProbe();
-          }
-        });
-      }, this.#sseRetryDelay);
-    };
-    scheduleProbe();
-    // A first poll (and one after each change of the sessions) answers at
-    // once, so that the sessions count as live without waiting a whole period.
-    let first = true;
-    try {
-      while (!pollController.signal.aborted) {
-        const polled = [...this.sessions.values()];
-        if (polled.length === 0) {
-          await this.#nextMembershipChange(pollController.signal);
-          first = true;
-          continue;
-        }
-        const waitMs = first ? 0 : (this.#opts.pollWaitMs ?? 25000);
-        first = false;
-        const held = new AbortController();
-        const abortHeld = () => held.abort();
-        pollController.signal.addEventListener("abort", abortHeld, { once: true });
-        let regrouped = false;
-        this.#regroupPoll = () => {
-          regrouped = true;
-          held.abort();
-        };
-        const giveUp = setTimeout(abortHeld, waitMs + 15000);
-        let reply;
-        try {
-          reply = await requestJSON(this.#opts.fetchFn, `${this.#opts.baseUrl}/v1/poll`, {
-            method: "POST",
-            body: { sessions: polled.map((s) => wireSession(s, s.pollCursor ?? s.cursor)), wait_ms: waitMs },
-            signal: held.signal,
-          });
-        } catch (err) {
-          if (pollController.signal.aborted) break;
-          if (regrouped) {
-            await sleep(POLL_REGROUP_MS, pollController.signal);
-            first = true;
-            continue;
-          }
-          if (held.signal.aborted) throw new ToolgateError("NETWORK", `The poll got no answer within ${waitMs + 15000} ms`);
-          throw err;
-        } finally {
-          this.#regroupPoll = null;
-          clearTimeout(giveUp);
-          pollController.signal.removeEventListener("abort", abortHeld);
-        }
-        if (pollController.signal.aborted) break; // the stream took over; it replays these events too
-        this.#pollReply(conn, reply);
-      }
-    } finally {
-      clearTimeout(probeTimer);
-      signal.removeEventListener("abort", stopPoll);
-      if (this.#conn === conn) this.#setTransport(null, null);
-    }
-    // Polling stopped: either the connection ends, or a probe stream is live.
-    if (probe && !signal.aborted) await probe;
-  }
-
-  #pollReply(conn, reply) {
-    if (!reply || !Array.isArray(reply.sessions)) throw new ToolgateError("BAD_RESPONSE", "The poll reply has no sessions list");
-    for (const entry of reply.sessions) {
-      const s = this.sessions.get(entry?.session_id);
-      if (!s) continue;
-      s.joinedOn = conn;
-      for (const ev of (Array.isArray(entry.events) ? entry.events : []).map(decodePollEvent).filter(Boolean)) {
-        if (Number.isFinite(ev.seq) && (s.cursor === null || ev.seq > s.cursor)) s.cursor = ev.seq;
-        this.#opts.deliver(s.sessionId, ev);
-      }
-      if (Number.isFinite(entry.cursor)) s.pollCursor = entry.cursor;
-      if (entry.ended) this.#refuse(s.sessionId, sessionEnded("closed"));
-    }
-    for (const r of Array.isArray(reply.refused) ? reply.refused : []) this.#refuse(r.session_id, refusalError(r));
-    this.#setTransport("poll", conn);
-  }
-
-  /** Asks the held poll again with the sessions carried now (after an add or a remove). */
-  #membership() {
-    this.#membershipChanged?.();
-    this.#membershipChanged = null;
-    this.#regroupPoll?.();
-  }
-
-  #nextMembershipChange(signal) {
-    return new Promise((resolve) => {
-      this.#membershipChanged = resolve;
-      signal.addEventListener("abort", resolve, { once: true });
+  #newLane() {
+    return new SessionLane({
+      ...this.#opts,
+      refuse: (s, error) => {
+        if (this.sessions.get(s.sessionId) === s) this.sessions.delete(s.sessionId);
+        this.#opts.refuse(s, error);
+        const lane = this.#lanes.find((l) => l.sessions.size === 0);
+        if (lane) this.#retireIfEmpty(lane);
+      },
+      full: (lane, limit, refused) => this.#full(lane, limit, refused),
+      unavailable: (error) => this.#sharingUnavailable(error),
     });
   }
 
-  #refuse(sessionId, error) {
-    const s = this.sessions.get(sessionId);
-    if (!s) return;
-    this.sessions.delete(sessionId);
-    this.#opts.refuse(s, error);
+  /** The gateway cannot carry several sessions on one connection: every session is refused, every lane stops. */
+  #sharingUnavailable(error) {
+    if (this.#unavailable) return;
+    this.#unavailable = error;
+    for (const controller of this.#running.values()) controller.abort();
+    this.#running.clear();
+    this.#lanes = [];
+    const carried = [...this.sessions.values()];
+    this.sessions.clear();
+    for (const s of carried) this.#opts.refuse(s, error);
+    this.#opts.unavailable?.(error);
     this.#opts.changed();
   }
 
-  #setTransport(transport, conn) {
-    if (this.transport === transport && this.#conn === conn) return;
-    this.transport = transport;
-    this.#conn = conn;
-    if (!conn) this.#streamId = null;
+  /**
+   * The gateway took fewer sessions on `lane` than it was given: the limit
+   * is lowered to what it said, and the sessions beyond it (and `refused`,
+   * the one a full stream did not take) move to other lanes.
+   */
+  #full(lane, limit, refused) {
+    this.limit = Math.max(1, Math.min(this.limit, limit));
+    const moving = refused && lane.sessions.get(refused.sessionId) === refused ? [refused] : [];
+    // The sessions not yet live move first; the others stay where they are.
+    const rest = [...lane.sessions.values()].filter((s) => s !== refused).sort((a, b) => Number(lane.carries(b)) - Number(lane.carries(a)));
+    moving.push(...rest.slice(this.limit));
+    for (const s of moving) {
+      lane.remove(s);
+      this.#place(s, lane);
+    }
     this.#opts.changed();
   }
-}
 
-/** A session as the multi-session endpoints take it: id, token, and the cursor when there is one. */
-function wireSession(s, cursor) {
-  const wire = { session_id: s.sessionId, token: s.token };
-  if (Number.isFinite(cursor)) wire.cursor = cursor;
-  return wire;
-}
+  #start(lane) {
+    if (this.#unavailable || !this.#signal || this.#signal.aborted || this.#running.has(lane)) return;
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    this.#signal.addEventListener("abort", stop, { once: true });
+    this.#running.set(lane, controller);
+    lane.run(controller.signal).finally(() => {
+      this.#signal?.removeEventListener("abort", stop);
+      if (this.#running.get(lane) === controller) this.#running.delete(lane);
+    });
+  }
 
-/** The error for a session the gateway refused on a stream's ready or in a poll's reply. */
-function refusalError(refusal) {
-  const code = typeof refusal?.code === "string" ? refusal.code : "UNAUTHENTICATED";
-  const status = { UNAUTHENTICATED: 401, UNAUTHORIZED: 401, PERMISSION_DENIED: 403, NOT_FOUND: 404, BAD_REQUEST: 400, CONFLICT: 409 }[code] ?? 400;
-  return new ToolgateError(code, refusal?.message ?? `The gateway refused session ${refusal?.session_id}`, { status });
-}
-
-/** The error for a session that closed or expired while carried. */
-function sessionEnded(reason) {
-  return new ToolgateError("NOT_FOUND", `The session ended (${reason ?? "closed"})`, { status: 404 });
+  /** A lane left with no session stops, unless it is the only one (it then waits for sessions). */
+  #retireIfEmpty(lane) {
+    if (lane.sessions.size > 0 || this.#lanes.length === 1) return;
+    this.#lanes.splice(this.#lanes.indexOf(lane), 1);
+    this.#running.get(lane)?.abort();
+    this.#running.delete(lane);
+  }
 }

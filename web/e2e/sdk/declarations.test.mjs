@@ -12,7 +12,7 @@ const staticDir = new URL("../../static/", import.meta.url);
 const declarations = await readFile(new URL("toolgate.d.ts", staticDir), "utf8");
 const usage = await readFile(new URL("../types/usage.ts", import.meta.url), "utf8");
 const sources = await Promise.all(
-  ["toolgate.js", "toolgate-calls.js", "toolgate-http.js", "toolgate-multi.js", "toolgate-tabs.js", "toolgate-tools.js", "toolgate-transport.js"].map((f) =>
+  ["toolgate.js", "toolgate-calls.js", "toolgate-http.js", "toolgate-lane.js", "toolgate-multi.js", "toolgate-tabs.js", "toolgate-tools.js", "toolgate-transport.js"].map((f) =>
     readFile(new URL(f, staticDir), "utf8"),
   ),
 );
