@@ -282,12 +282,13 @@ func TestMultiPoll(t *testing.T) {
 
 	// Held: s2 gets an event while held; s1's cursor is past its events.
 	done := make(chan string, 1)
+	before := m.listener("s2")
 	go func() {
 		_, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
 			body: `{"sessions":[{"session_id":"s1","token":"token-s1","cursor":3},{"session_id":"s2","token":"token-s2","cursor":0}],"wait_ms":4000}`})
 		done <- body
 	}()
-	waitListening(t, m, "s2", true)
+	waitListening(t, m, "s2", before)
 	m.append("s2", event(4, "tool_call_request", "c2"))
 	want = `{"sessions":[{"session_id":"s1","events":[],"cursor":3},{"session_id":"s2","events":[{"seq":4,"type":"tool_call_request","id":"c2"}],"cursor":4}],"refused":[]}` + "\n"
 	if got := <-done; got != want {
@@ -295,12 +296,13 @@ func TestMultiPoll(t *testing.T) {
 	}
 
 	// Held: s1 closes during the hold.
+	before = m.listener("s1")
 	go func() {
 		_, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
 			body: `{"sessions":[{"session_id":"s1","token":"token-s1","cursor":3}],"wait_ms":4000}`})
 		done <- body
 	}()
-	waitListening(t, m, "s1", true)
+	waitListening(t, m, "s1", before)
 	m.log("s1").add(event(5, "call_cancelled", "c1"))
 	m.end("s1", "closed")
 	want = `{"sessions":[{"session_id":"s1","events":[{"seq":5,"type":"call_cancelled","id":"c1"}],"cursor":5,"ended":true}],"refused":[]}` + "\n"
@@ -309,19 +311,25 @@ func TestMultiPoll(t *testing.T) {
 	}
 }
 
-// waitListening waits until a poll listens to sid (with a listener newer
-// than the one before, when fresh), and checks it listens as a poll.
-func waitListening(t *testing.T, m *multiSessions, sid string, fresh bool) {
-	t.Helper()
+// listener returns the listener of sid's newest Listen (nil before any).
+func (m *multiSessions) listener(sid string) *fakeListener {
 	m.mu.Lock()
-	before := m.listeners[sid]
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	return m.listeners[sid]
+}
+
+// waitListening waits until a poll listens to sid with a listener other
+// than before (read before the poll was sent: a poll that listened at
+// once must not be mistaken for the earlier one), and checks it listens
+// as a poll.
+func waitListening(t *testing.T, m *multiSessions, sid string, before *fakeListener) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		m.mu.Lock()
 		l, streaming := m.listeners[sid], m.streaming[sid]
 		m.mu.Unlock()
-		if l != nil && (!fresh || l != before) {
+		if l != nil && l != before {
 			if streaming {
 				t.Fatal("a poll listened as a stream")
 			}
