@@ -72,7 +72,9 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, b.sid...)
 		buf = append(buf, `",`...)
 		buf = pollEvents(buf, "", b.events, b.cursor)
-		if b.left != "" {
+		// A session that closed or expired has ended; one whose listener
+		// ended at a shutdown has not (its client polls again).
+		if b.left != "" && b.left != endShutdown {
 			buf = append(buf, `,"ended":true`...)
 		}
 		buf = append(buf, '}')

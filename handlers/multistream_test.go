@@ -339,3 +339,25 @@ func waitListening(t *testing.T, m *multiSessions, sid string, before *fakeListe
 	}
 	t.Fatalf("no poll listens to %s", sid)
 }
+
+// TestMultiPollShutdown: a session whose listener ends without a close
+// (the gateway stopping) ends the held poll with its events and cursor,
+// but not "ended": the session is still open, and its client polls again.
+func TestMultiPollShutdown(t *testing.T) {
+	m, eng := newMultiSessions("s1")
+	ts := newTestServer(t, eng, nil, false)
+	done := make(chan string, 1)
+	before := m.listener("s1")
+	go func() {
+		_, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
+			body: `{"sessions":[{"session_id":"s1","token":"token-s1","cursor":0}],"wait_ms":4000}`})
+		done <- body
+	}()
+	waitListening(t, m, "s1", before)
+	m.log("s1").add(event(1, "tool_call_request", "c1"))
+	m.end("s1", "")
+	want := `{"sessions":[{"session_id":"s1","events":[{"seq":1,"type":"tool_call_request","id":"c1"}],"cursor":1}],"refused":[]}` + "\n"
+	if got := <-done; got != want {
+		t.Fatalf("poll held at shutdown:\n%s\nwant\n%s", got, want)
+	}
+}
