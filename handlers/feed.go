@@ -79,7 +79,7 @@ func (f *feed) add(m *member) (added bool, reason addRefusal) {
 		return false, feedOver
 	case f.holdsLocked(m.sid):
 		return false, feedHolds
-	case f.limit > 0 && len(f.members) >= f.limit:
+	case f.fullLocked():
 		return false, feedFull
 	}
 	f.members = append(f.members, m)
@@ -111,11 +111,26 @@ func (f *feed) holdsLocked(sid string) bool {
 	return false
 }
 
-// size returns how many sessions are on the feed.
-func (f *feed) size() int {
+// full reports whether the feed carries its limit of sessions. Members
+// leaving do not count: they are gone at the next collect, and a join
+// meanwhile (a tab's reload: leave, then join again) must not be refused.
+func (f *feed) full() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.members)
+	return f.fullLocked()
+}
+
+func (f *feed) fullLocked() bool {
+	if f.limit <= 0 {
+		return false
+	}
+	staying := 0
+	for _, m := range f.members {
+		if m.leaving == "" {
+			staying++
+		}
+	}
+	return staying >= f.limit
 }
 
 // leave marks session sid as leaving for reason; its last batch (no more

@@ -239,7 +239,7 @@ func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) err
 	}
 	full := toolgate.Errorf(toolgate.EConflict, "the stream carries its limit of %d sessions", h.maxSessions)
 	full.Details = map[string]any{"limit": h.maxSessions}
-	if stream.feed.size() >= h.maxSessions {
+	if stream.feed.full() {
 		return full
 	}
 	m, err := h.admit(ctx, e, true, stream.wakeUp)
