@@ -13,7 +13,7 @@ import (
 // the single-session poll's rule. It answers at once when any session has
 // events, else holds up to wait_ms until one has events or ends. A
 // session that does not prove itself is refused in the reply; the others
-// are served.
+// are served. A poll that serves no session answers at once.
 func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var body struct {
@@ -43,6 +43,7 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	defer f.close()
 	wake, notify := signal()
 	refused := []refusal{}
+	served := 0
 	for _, e := range body.Sessions {
 		if f.holds(e.SessionID) {
 			continue // listed twice: once is enough
@@ -53,6 +54,10 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		f.add(m)
+		served++
+	}
+	if served == 0 {
+		wait = 0 // nothing to wait for: the refusals are the answer
 	}
 	batches, err := holdPoll(ctx, f, wake, nil, wait)
 	if err != nil {

@@ -103,9 +103,13 @@ type streamReady struct {
 	Refused     []refusal `json:"refused"`
 }
 
-// checkCount refuses a request naming more sessions than one stream or
+// checkCount refuses a request naming no session (it would hold a
+// connection without any credential), or more sessions than one stream or
 // poll may carry.
 func (h *multiHandlers) checkCount(n int) error {
+	if n == 0 {
+		return toolgate.Errorf(toolgate.EBadRequest, "sessions must list at least one session, each with its session_id and token")
+	}
 	if n <= h.maxSessions {
 		return nil
 	}
@@ -117,7 +121,8 @@ func (h *multiHandlers) checkCount(n int) error {
 // handleStreamOpen serves POST /v1/streams: a Server-Sent Events stream of
 // the events of every session listed in the body that proves itself with
 // its token. A session that does not is refused in the ready event, and
-// the others are served. Over HTTP/1.1 the connection is then handed to
+// the others are served; when none is served, the stream ends after its
+// ready event. Over HTTP/1.1 the connection is then handed to
 // the stream hub, as a session's own stream is; otherwise (HTTP/2) the
 // request's goroutine serves it.
 func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +130,7 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	var body struct {
 		Sessions []sessionEntry `json:"sessions"`
 	}
-	if err := DecodeJSON(r, &body, false, true); err != nil {
+	if err := DecodeJSON(r, &body, false, false); err != nil {
 		WriteError(w, r, err)
 		return
 	}
@@ -133,7 +138,7 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 		WriteError(w, r, err)
 		return
 	}
-	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true}
+	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true, idleEnd: h.heartbeat}
 	hub := hubFor(w, r, h.hub)
 	var hs *hubStream
 	var wake chan struct{}
@@ -154,6 +159,11 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 		}
 		stream.feed.add(m) // cannot be refused: the list is within the limit
 		ready.Sessions = append(ready.Sessions, e.SessionID)
+	}
+	if len(ready.Sessions) == 0 {
+		// Nothing to carry: the stream ends once its ready event (with the
+		// refusals) is written, and nothing can join it.
+		stream.feed.close()
 	}
 	ready.StreamID = h.streams.add(stream)
 	stream.head = appendNamed(appendRetry(nil, h.retry), "ready", ready)

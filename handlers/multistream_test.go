@@ -211,7 +211,7 @@ func TestMultiRefused(t *testing.T) {
 			request: request{method: "POST", path: "/v1/poll"},
 			status:  400, body: errorBody(toolgate.EBadRequest, "a JSON body is required")},
 		{name: "a poll with a negative wait", engine: engine(),
-			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[],"wait_ms":-1}`},
+			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[{"session_id":"s1","token":"token-s1"}],"wait_ms":-1}`},
 			status:  400, body: errorBody(toolgate.EBadRequest, "wait_ms must not be negative")},
 		{name: "a join of an unknown stream", engine: engine(),
 			request: request{method: "POST", path: "/v1/streams/st_x/sessions", body: `{"session_id":"s1","token":"token-s1"}`},
@@ -222,11 +222,138 @@ func TestMultiRefused(t *testing.T) {
 		{name: "a leave without the session's token", engine: engine(),
 			request: request{method: "DELETE", path: "/v1/streams/st_x/sessions/s1", headers: asSession("s2")},
 			status:  401, body: errorBody(toolgate.EUnauthenticated, "invalid session token")},
-		{name: "a poll of nothing answers at once", engine: engine(),
-			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[]}`},
-			status:  200, body: `{"sessions":[],"refused":[]}` + "\n",
+		// A request naming no session would hold a connection without any
+		// credential.
+		{name: "a stream of no session", engine: engine(),
+			request: request{method: "POST", path: "/v1/streams", body: `{"sessions":[]}`},
+			status:  400, body: errorBody(toolgate.EBadRequest, "sessions must list at least one session, each with its session_id and token")},
+		{name: "a stream without a body", engine: engine(),
+			request: request{method: "POST", path: "/v1/streams"},
+			status:  400, body: errorBody(toolgate.EBadRequest, "a JSON body is required")},
+		{name: "a poll of no session", engine: engine(),
+			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[],"wait_ms":0}`},
+			status:  400, body: errorBody(toolgate.EBadRequest, "sessions must list at least one session, each with its session_id and token")},
+		// Held, it would outlast the client's 5 s.
+		{name: "a poll whose every session is refused answers at once", engine: engine(),
+			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[{"session_id":"s1","token":"wrong"}],"wait_ms":60000}`},
+			status:  200, body: `{"sessions":[],"refused":[{"session_id":"s1","code":"UNAUTHENTICATED","message":"invalid session token"}]}` + "\n",
 			header: map[string]string{"Cache-Control": "no-store", "Content-Type": "application/json; charset=utf-8"}},
 	})
+}
+
+// TestMultiStreamAllRefused: a stream whose every session is refused is
+// answered 200 with the ready event listing the refusals, then ends at
+// once (rather than hold a connection without any credential).
+func TestMultiStreamAllRefused(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			_, eng := newMultiSessions("s1", "s2")
+			ts := newTestServer(t, eng, nil, tr.http2)
+			resp := ts.do(t, request{method: "POST", path: "/v1/streams",
+				body: `{"sessions":[{"session_id":"s1","token":"wrong"},{"session_id":"s2","token":"token-s1"}]}`})
+			all, err := io.ReadAll(resp.Body) // the client gives up after 5 s
+			if resp.StatusCode != 200 || err != nil {
+				t.Fatalf("status %d, the stream did not end: %v (%q)", resp.StatusCode, err, all)
+			}
+			if !strings.HasSuffix(string(all), `,"heartbeat_ms":15000,"sessions":[],"refused":[`+
+				`{"session_id":"s1","code":"UNAUTHENTICATED","message":"invalid session token"},`+
+				`{"session_id":"s2","code":"UNAUTHENTICATED","message":"invalid session token"}]}`+"\n\n") {
+				t.Errorf("the stream sent %q", all)
+			}
+		})
+	}
+}
+
+// TestMultiStreamIdleEnd: a stream whose sessions have all left ends once
+// it has carried none for a heartbeat; one whose session leaves and joins
+// again at once (a tab's reload) goes on.
+func TestMultiStreamIdleEnd(t *testing.T) {
+	const heartbeat = 50 * time.Millisecond
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			m, eng := newMultiSessions("s1", "s2")
+			ts := newTestServer(t, eng, func(o *handlers.Options) { o.Heartbeat = heartbeat }, tr.http2)
+			open := func(sid string) (*bufio.Reader, string) {
+				resp := ts.do(t, request{method: "POST", path: "/v1/streams", body: `{"sessions":[{"session_id":"` + sid + `","token":"token-` + sid + `"}]}`})
+				body := bufio.NewReader(resp.Body)
+				id := streamIDPattern.FindStringSubmatch(nextEvent(t, body))
+				if id == nil {
+					t.Fatal("no stream id in the ready event")
+				}
+				return body, id[1]
+			}
+			leave := func(id, sid string) {
+				if status, _, reply := ts.call(t, request{method: "DELETE", path: "/v1/streams/" + id + "/sessions/" + sid, headers: asSession(sid)}); status != 204 {
+					t.Fatalf("leave: %d %s", status, reply)
+				}
+			}
+
+			// s2 leaves and joins again at once; 4 heartbeats later its stream still carries it.
+			kept, keptID := open("s2")
+			leave(keptID, "s2")
+			if status, _, reply := ts.call(t, request{method: "POST", path: "/v1/streams/" + keptID + "/sessions", body: `{"session_id":"s2","token":"token-s2","cursor":0}`}); status != 200 {
+				t.Fatalf("join again: %d %s", status, reply)
+			}
+			for _, want := range []string{note("session_left", "s2", "left"), note("session_joined", "s2", "")} {
+				if got := nextEvent(t, kept); got != want {
+					t.Fatalf("the stream sent %q, want %q", got, want)
+				}
+			}
+
+			// s1 leaves for good: its stream ends.
+			ended, endedID := open("s1")
+			leave(endedID, "s1")
+			if got := nextEvent(t, ended); got != note("session_left", "s1", "left") {
+				t.Fatalf("the stream sent %q", got)
+			}
+			start := time.Now()
+			for {
+				frame, err := ended.ReadString('\n') // the client gives up after 5 s
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("the stream of no session did not end: %v", err)
+				}
+				if frame != "\n" && !strings.HasPrefix(frame, "event: ping") && !strings.HasPrefix(frame, `data: {"type":"ping"`) {
+					t.Fatalf("the stream sent %q", frame)
+				}
+			}
+			if waited := time.Since(start); waited < heartbeat*3/4 {
+				t.Errorf("the stream ended %v after its last session left, before a heartbeat", waited)
+			}
+
+			time.Sleep(4 * heartbeat)
+			m.append("s2", event(3, "tool_call_request", "c1"))
+			if got := nextEvent(t, kept); got != sessionFrame("s2", 3, "tool_call_request", "c1") {
+				t.Fatalf("the stream of a session that joined again sent %q", got)
+			}
+		})
+	}
+}
+
+// nextEvent reads the next event of a stream but pings (a retry hint
+// counts as one), whole with its closing blank line.
+func nextEvent(t *testing.T, body *bufio.Reader) string {
+	t.Helper()
+	for {
+		var ev strings.Builder
+		for {
+			line, err := body.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream ended or failed: %v (after %q)", err, ev.String()+line)
+			}
+			ev.WriteString(line)
+			if line == "\n" {
+				break
+			}
+		}
+		if s := ev.String(); !strings.HasPrefix(s, "event: ping\n") && !strings.HasPrefix(s, "retry: ") {
+			return s
+		}
+	}
 }
 
 // TestMultiStreamJoinRefused: a join past the limit is 409, a bad token
