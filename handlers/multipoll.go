@@ -42,21 +42,8 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	f := newFeed(h.delivery, h.maxSessions)
 	defer f.close()
 	wake, notify := signal()
-	refused := []refusal{}
-	served := 0
-	for _, e := range body.Sessions {
-		if f.holds(e.SessionID) {
-			continue // listed twice: once is enough
-		}
-		m, err := h.admit(r.Context(), e, false, notify)
-		if err != nil {
-			refused = append(refused, refusalOf(r, e.SessionID, err))
-			continue
-		}
-		f.add(m)
-		served++
-	}
-	if served == 0 {
+	served, refused := h.admitAll(r, f, body.Sessions, false, notify)
+	if len(served) == 0 {
 		wait = 0 // nothing to wait for: the refusals are the answer
 	}
 	batches, err := holdPoll(ctx, f, wake, nil, wait)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -15,6 +16,11 @@ import (
 
 // defaultMaxStreamSessions is Options.MaxStreamSessions when unset.
 const defaultMaxStreamSessions = 64
+
+// maxRefusals is how many sessions of one stream open or poll are refused
+// before the gateway stops checking the rest (refusing them unchecked), so
+// that a request of bogus tokens costs a few token lookups, not 64.
+const maxRefusals = 8
 
 // multiHandlers serve the multi-session stream (POST /v1/streams, its
 // joins and leaves) and the multi-session poll (POST /v1/poll): one
@@ -86,6 +92,32 @@ type refusal struct {
 	Message   string `json:"message"`
 }
 
+// admitAll admits each session of a stream open (streaming) or poll onto
+// f, each listening with a notify that calls wake, in the order given; it
+// returns the sessions admitted and those refused. Once maxRefusals were
+// refused, the rest are refused without being checked.
+func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntry, streaming bool, wake func()) (admitted []string, refused []refusal) {
+	admitted, refused = []string{}, []refusal{}
+	for _, e := range entries {
+		if f.holds(e.SessionID) {
+			continue // listed twice: once is enough
+		}
+		if len(refused) >= maxRefusals {
+			refused = append(refused, refusal{SessionID: e.SessionID, Code: toolgate.EUnauthenticated,
+				Message: fmt.Sprintf("not checked: %d sessions of this request were refused, so the gateway stopped authorizing the rest", maxRefusals)})
+			continue
+		}
+		m, err := h.admit(r.Context(), e, streaming, wake)
+		if err != nil {
+			refused = append(refused, refusalOf(r, e.SessionID, err))
+			continue
+		}
+		f.add(m) // cannot be refused: the list is within the limit
+		admitted = append(admitted, e.SessionID)
+	}
+	return admitted, refused
+}
+
 func refusalOf(r *http.Request, sid string, err error) refusal {
 	code := toolgate.ErrorCode(err)
 	if code == toolgate.EInternal {
@@ -147,19 +179,8 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	} else {
 		wake, stream.wake = signal()
 	}
-	ready := streamReady{Type: "ready", HeartbeatMS: h.heartbeat.Milliseconds(), Sessions: []string{}, Refused: []refusal{}}
-	for _, e := range body.Sessions {
-		if stream.feed.holds(e.SessionID) {
-			continue // listed twice: once is enough
-		}
-		m, err := h.admit(ctx, e, true, stream.wakeUp)
-		if err != nil {
-			ready.Refused = append(ready.Refused, refusalOf(r, e.SessionID, err))
-			continue
-		}
-		stream.feed.add(m) // cannot be refused: the list is within the limit
-		ready.Sessions = append(ready.Sessions, e.SessionID)
-	}
+	ready := streamReady{Type: "ready", HeartbeatMS: h.heartbeat.Milliseconds()}
+	ready.Sessions, ready.Refused = h.admitAll(r, stream.feed, body.Sessions, true, stream.wakeUp)
 	if len(ready.Sessions) == 0 {
 		// Nothing to carry: the stream ends once its ready event (with the
 		// refusals) is written, and nothing can join it.

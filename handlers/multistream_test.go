@@ -2,11 +2,13 @@ package handlers_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -486,5 +488,57 @@ func TestMultiPollShutdown(t *testing.T) {
 	want := `{"sessions":[{"session_id":"s1","events":[{"seq":1,"type":"tool_call_request","id":"c1"}],"cursor":1}],"refused":[]}` + "\n"
 	if got := <-done; got != want {
 		t.Fatalf("poll held at shutdown:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// countingKeys is keys{} counting its session token checks.
+type countingKeys struct {
+	keys
+	checks *atomic.Int64
+}
+
+func (k countingKeys) AuthorizeSession(ctx context.Context, sid, token string) error {
+	k.checks.Add(1)
+	return k.keys.AuthorizeSession(ctx, sid, token)
+}
+
+// TestMultiStopsAuthorizing: a stream open or a poll stops checking tokens
+// after 8 refusals and refuses the rest unchecked, so 12 bogus tokens cost
+// 8 token checks, not 12.
+func TestMultiStopsAuthorizing(t *testing.T) {
+	var entries []string
+	for i := range 12 {
+		entries = append(entries, fmt.Sprintf(`{"session_id":"b%d","token":"bogus"}`, i))
+	}
+	entries = append(entries, `{"session_id":"s1","token":"token-s1"}`)
+	list := `"sessions":[` + strings.Join(entries, ",") + `]`
+	unchecked := `"code":"UNAUTHENTICATED","message":"not checked: 8 sessions of this request were refused, so the gateway stopped authorizing the rest"}`
+	for _, path := range []string{"/v1/streams", "/v1/poll"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			_, eng := newMultiSessions("s1")
+			checks := &atomic.Int64{}
+			eng.Auth = countingKeys{checks: checks}
+			ts := newTestServer(t, eng, nil, false)
+			resp := ts.do(t, request{method: "POST", path: path, body: `{` + list + `,"wait_ms":0}`})
+			// The poll's reply, or the stream's ready event (the stream then
+			// ends: it carries no session).
+			all, err := io.ReadAll(resp.Body)
+			head := string(all)
+			if resp.StatusCode != 200 || err != nil {
+				t.Fatalf("status %d: %s %v", resp.StatusCode, head, err)
+			}
+			if n := checks.Load(); n != 8 {
+				t.Errorf("%d token checks, want 8", n)
+			}
+			if got := strings.Count(head, `"message":"invalid session token"`); got != 8 {
+				t.Errorf("%d sessions refused after a check, want 8: %s", got, head)
+			}
+			for _, sid := range []string{"b8", "b11", "s1"} {
+				if !strings.Contains(head, `{"session_id":"`+sid+`",`+unchecked) {
+					t.Errorf("%s is not refused unchecked: %s", sid, head)
+				}
+			}
+		})
 	}
 }
