@@ -36,6 +36,9 @@ type multiHandlers struct {
 	retry    time.Duration // the retry: hint
 	// heartbeat is the ping interval of streams.
 	heartbeat time.Duration
+	// writeTimeout bounds each write to a stream (see
+	// Options.StreamWriteTimeout).
+	writeTimeout time.Duration
 	// maxSessions bounds the sessions of one stream or poll.
 	maxSessions int
 	wait        time.Duration // a poll's hold when it names no wait_ms
@@ -189,7 +192,7 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	ready.StreamID = h.streams.add(stream)
 	stream.head = appendNamed(appendRetry(nil, h.retry), "ready", ready)
 	if hub == nil {
-		stream.out = startStream(w)
+		stream.out = startStream(w, h.writeTimeout)
 		stream.serve(ctx, wake, nil, h.heartbeat)
 		return
 	}

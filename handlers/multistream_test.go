@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -540,5 +541,51 @@ func TestMultiStopsAuthorizing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStreamWriteTimeoutHTTP2: over HTTP/2, a stream whose client stops
+// reading (its flow-control window stays full) is cut off after the write
+// timeout, as over HTTP/1.1, and its sessions' listeners are closed; a
+// client that reads keeps its idle stream well past the timeout.
+func TestStreamWriteTimeoutHTTP2(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	m, eng := newMultiSessions("s1", "s2")
+	ts := newTestServer(t, eng, func(o *handlers.Options) { o.StreamWriteTimeout = timeout; o.Heartbeat = time.Hour }, true)
+	// A client that grants each stream 16 KB and, for s1, never reads past the ready event.
+	transport := ts.Client().Transport.(*http.Transport).Clone()
+	transport.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 16 << 10}
+	client := &http.Client{Transport: transport}
+	open := func(sid string) (*http.Response, *bufio.Reader) {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/streams", strings.NewReader(`{"sessions":[{"session_id":"`+sid+`","token":"token-`+sid+`"}]}`))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("the stream is served over %s", resp.Proto)
+		}
+		body := bufio.NewReader(resp.Body)
+		nextEvent(t, body) // ready
+		return resp, body
+	}
+	open("s1")
+	_, reading := open("s2")
+
+	// s1's client does not read: a 1 MB event fills its window.
+	big := toolgate.Event{Seq: 3, Type: "tool_call_request", Data: []byte(`{"type":"tool_call_request","id":"c1","pad":"` + strings.Repeat("x", 1<<20) + `"}`)}
+	start := time.Now()
+	m.append("s1", big)
+	waitClosed(t, m.listener("s1"))
+	if took := time.Since(start); took < timeout {
+		t.Errorf("the stream was cut after %v, before the write timeout", took)
+	}
+
+	// s2's client reads: idle for 3 timeouts, its stream still delivers.
+	time.Sleep(3 * timeout)
+	m.append("s2", event(4, "tool_call_request", "c2"))
+	if got := nextEvent(t, reading); got != sessionFrame("s2", 4, "tool_call_request", "c2") {
+		t.Fatalf("the idle stream sent %q", got)
 	}
 }
