@@ -127,6 +127,10 @@ type Options struct {
 	MaxPollWait    time.Duration // cap on wait_ms
 	MaxCallWait    time.Duration // cap on GET /v1/calls/{id}?wait_ms
 	StreamRetry    time.Duration // the retry: hint sent on streams
+	// StreamWriteTimeout bounds one write to a stream (HTTP/1.1 or
+	// HTTP/2): a client that does not take it in time is cut off, and
+	// reconnects. 0 means 10 s.
+	StreamWriteTimeout time.Duration
 	// MaxStreamSessions bounds the sessions of one multi-session stream
 	// or poll (POST /v1/streams, POST /v1/poll); 0 means 64.
 	MaxStreamSessions int

@@ -25,6 +25,11 @@ type eventStream struct {
 	// head is written before the first events: the retry hint and ready.
 	head    []byte
 	pingDue atomic.Bool
+	// idleEnd ends a multi stream that has carried no session for this
+	// long (it is checked at each step, so at the latest at the next ping
+	// after it). A tab's quick leave and join again, on a reload, is
+	// shorter and keeps it.
+	idleEnd time.Duration
 	// wake tells whoever serves the stream that something is new (a
 	// session's log grew or it ended, a session joined or left). It must
 	// not block: it is called under the engine's lock.
@@ -104,6 +109,9 @@ func (s *eventStream) step(ctx context.Context, woken bool) stepResult {
 		if err := s.out.write(body); err != nil {
 			return streamBroken
 		}
+	}
+	if s.multi && result == streamGoesOn && s.feed.endIfIdle(time.Now(), s.idleEnd) {
+		result = streamEnds
 	}
 	return result
 }

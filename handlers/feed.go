@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolgate/toolgate"
 )
@@ -31,6 +32,9 @@ type feed struct {
 	mu      sync.Mutex
 	members []*member // in the order they were added
 	closed  bool      // the feed is over: its listeners are closed, nothing joins
+	// emptySince is when endIfIdle first found the feed without members
+	// (zero while it has some).
+	emptySince time.Time
 }
 
 // member is one session of a feed.
@@ -79,10 +83,11 @@ func (f *feed) add(m *member) (added bool, reason addRefusal) {
 		return false, feedOver
 	case f.holdsLocked(m.sid):
 		return false, feedHolds
-	case f.limit > 0 && len(f.members) >= f.limit:
+	case f.fullLocked():
 		return false, feedFull
 	}
 	f.members = append(f.members, m)
+	f.emptySince = time.Time{}
 	return true, 0
 }
 
@@ -111,11 +116,26 @@ func (f *feed) holdsLocked(sid string) bool {
 	return false
 }
 
-// size returns how many sessions are on the feed.
-func (f *feed) size() int {
+// full reports whether the feed carries its limit of sessions. Members
+// leaving do not count: they are gone at the next collect, and a join
+// meanwhile (a tab's reload: leave, then join again) must not be refused.
+func (f *feed) full() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.members)
+	return f.fullLocked()
+}
+
+func (f *feed) fullLocked() bool {
+	if f.limit <= 0 {
+		return false
+	}
+	staying := 0
+	for _, m := range f.members {
+		if m.leaving == "" {
+			staying++
+		}
+	}
+	return staying >= f.limit
 }
 
 // leave marks session sid as leaving for reason; its last batch (no more
@@ -180,6 +200,28 @@ func (f *feed) collect(ctx context.Context, woken, every bool) ([]batch, error) 
 	clear(f.members[len(kept):])
 	f.members = kept
 	return out, nil
+}
+
+// endIfIdle reports whether the feed is over, closing it when it has had
+// no member for idle (since a call that found it empty; add restarts the
+// count). A feed once over stays over: nothing joins it.
+func (f *feed) endIfIdle(now time.Time, idle time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.closed:
+		return true
+	case len(f.members) > 0:
+		f.emptySince = time.Time{}
+		return false
+	case f.emptySince.IsZero():
+		f.emptySince = now
+		return false
+	case now.Sub(f.emptySince) < idle:
+		return false
+	}
+	f.closed = true
+	return true
 }
 
 // close ends the feed: every listener still open is closed and nothing

@@ -13,7 +13,7 @@ import (
 // the single-session poll's rule. It answers at once when any session has
 // events, else holds up to wait_ms until one has events or ends. A
 // session that does not prove itself is refused in the reply; the others
-// are served.
+// are served. A poll that serves no session answers at once.
 func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var body struct {
@@ -42,17 +42,9 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	f := newFeed(h.delivery, h.maxSessions)
 	defer f.close()
 	wake, notify := signal()
-	refused := []refusal{}
-	for _, e := range body.Sessions {
-		if f.holds(e.SessionID) {
-			continue // listed twice: once is enough
-		}
-		m, err := h.admit(r.Context(), e, false, notify)
-		if err != nil {
-			refused = append(refused, refusalOf(r, e.SessionID, err))
-			continue
-		}
-		f.add(m)
+	served, refused := h.admitAll(r, f, body.Sessions, false, notify)
+	if len(served) == 0 {
+		wait = 0 // nothing to wait for: the refusals are the answer
 	}
 	batches, err := holdPoll(ctx, f, wake, nil, wait)
 	if err != nil {
@@ -72,7 +64,9 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, b.sid...)
 		buf = append(buf, `",`...)
 		buf = pollEvents(buf, "", b.events, b.cursor)
-		if b.left != "" {
+		// A session that closed or expired has ended; one whose listener
+		// ended at a shutdown has not (its client polls again).
+		if b.left != "" && b.left != endShutdown {
 			buf = append(buf, `,"ended":true`...)
 		}
 		buf = append(buf, '}')

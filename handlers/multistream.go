@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -15,6 +16,11 @@ import (
 
 // defaultMaxStreamSessions is Options.MaxStreamSessions when unset.
 const defaultMaxStreamSessions = 64
+
+// maxRefusals is how many sessions of one stream open or poll are refused
+// before the gateway stops checking the rest (refusing them unchecked), so
+// that a request of bogus tokens costs a few token lookups, not 64.
+const maxRefusals = 8
 
 // multiHandlers serve the multi-session stream (POST /v1/streams, its
 // joins and leaves) and the multi-session poll (POST /v1/poll): one
@@ -30,6 +36,9 @@ type multiHandlers struct {
 	retry    time.Duration // the retry: hint
 	// heartbeat is the ping interval of streams.
 	heartbeat time.Duration
+	// writeTimeout bounds each write to a stream (see
+	// Options.StreamWriteTimeout).
+	writeTimeout time.Duration
 	// maxSessions bounds the sessions of one stream or poll.
 	maxSessions int
 	wait        time.Duration // a poll's hold when it names no wait_ms
@@ -86,6 +95,32 @@ type refusal struct {
 	Message   string `json:"message"`
 }
 
+// admitAll admits each session of a stream open (streaming) or poll onto
+// f, each listening with a notify that calls wake, in the order given; it
+// returns the sessions admitted and those refused. Once maxRefusals were
+// refused, the rest are refused without being checked.
+func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntry, streaming bool, wake func()) (admitted []string, refused []refusal) {
+	admitted, refused = []string{}, []refusal{}
+	for _, e := range entries {
+		if f.holds(e.SessionID) {
+			continue // listed twice: once is enough
+		}
+		if len(refused) >= maxRefusals {
+			refused = append(refused, refusal{SessionID: e.SessionID, Code: toolgate.EUnauthenticated,
+				Message: fmt.Sprintf("not checked: %d sessions of this request were refused, so the gateway stopped authorizing the rest", maxRefusals)})
+			continue
+		}
+		m, err := h.admit(r.Context(), e, streaming, wake)
+		if err != nil {
+			refused = append(refused, refusalOf(r, e.SessionID, err))
+			continue
+		}
+		f.add(m) // cannot be refused: the list is within the limit
+		admitted = append(admitted, e.SessionID)
+	}
+	return admitted, refused
+}
+
 func refusalOf(r *http.Request, sid string, err error) refusal {
 	code := toolgate.ErrorCode(err)
 	if code == toolgate.EInternal {
@@ -103,9 +138,13 @@ type streamReady struct {
 	Refused     []refusal `json:"refused"`
 }
 
-// checkCount refuses a request naming more sessions than one stream or
+// checkCount refuses a request naming no session (it would hold a
+// connection without any credential), or more sessions than one stream or
 // poll may carry.
 func (h *multiHandlers) checkCount(n int) error {
+	if n == 0 {
+		return toolgate.Errorf(toolgate.EBadRequest, "sessions must list at least one session, each with its session_id and token")
+	}
 	if n <= h.maxSessions {
 		return nil
 	}
@@ -117,7 +156,8 @@ func (h *multiHandlers) checkCount(n int) error {
 // handleStreamOpen serves POST /v1/streams: a Server-Sent Events stream of
 // the events of every session listed in the body that proves itself with
 // its token. A session that does not is refused in the ready event, and
-// the others are served. Over HTTP/1.1 the connection is then handed to
+// the others are served; when none is served, the stream ends after its
+// ready event. Over HTTP/1.1 the connection is then handed to
 // the stream hub, as a session's own stream is; otherwise (HTTP/2) the
 // request's goroutine serves it.
 func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +165,7 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	var body struct {
 		Sessions []sessionEntry `json:"sessions"`
 	}
-	if err := DecodeJSON(r, &body, false, true); err != nil {
+	if err := DecodeJSON(r, &body, false, false); err != nil {
 		WriteError(w, r, err)
 		return
 	}
@@ -133,7 +173,7 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 		WriteError(w, r, err)
 		return
 	}
-	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true}
+	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true, idleEnd: h.heartbeat}
 	hub := hubFor(w, r, h.hub)
 	var hs *hubStream
 	var wake chan struct{}
@@ -142,23 +182,17 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	} else {
 		wake, stream.wake = signal()
 	}
-	ready := streamReady{Type: "ready", HeartbeatMS: h.heartbeat.Milliseconds(), Sessions: []string{}, Refused: []refusal{}}
-	for _, e := range body.Sessions {
-		if stream.feed.holds(e.SessionID) {
-			continue // listed twice: once is enough
-		}
-		m, err := h.admit(ctx, e, true, stream.wakeUp)
-		if err != nil {
-			ready.Refused = append(ready.Refused, refusalOf(r, e.SessionID, err))
-			continue
-		}
-		stream.feed.add(m) // cannot be refused: the list is within the limit
-		ready.Sessions = append(ready.Sessions, e.SessionID)
+	ready := streamReady{Type: "ready", HeartbeatMS: h.heartbeat.Milliseconds()}
+	ready.Sessions, ready.Refused = h.admitAll(r, stream.feed, body.Sessions, true, stream.wakeUp)
+	if len(ready.Sessions) == 0 {
+		// Nothing to carry: the stream ends once its ready event (with the
+		// refusals) is written, and nothing can join it.
+		stream.feed.close()
 	}
 	ready.StreamID = h.streams.add(stream)
 	stream.head = appendNamed(appendRetry(nil, h.retry), "ready", ready)
 	if hub == nil {
-		stream.out = startStream(w)
+		stream.out = startStream(w, h.writeTimeout)
 		stream.serve(ctx, wake, nil, h.heartbeat)
 		return
 	}
@@ -239,7 +273,7 @@ func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) err
 	}
 	full := toolgate.Errorf(toolgate.EConflict, "the stream carries its limit of %d sessions", h.maxSessions)
 	full.Details = map[string]any{"limit": h.maxSessions}
-	if stream.feed.size() >= h.maxSessions {
+	if stream.feed.full() {
 		return full
 	}
 	m, err := h.admit(ctx, e, true, stream.wakeUp)

@@ -211,7 +211,7 @@ func TestMultiRefused(t *testing.T) {
 			request: request{method: "POST", path: "/v1/poll"},
 			status:  400, body: errorBody(toolgate.EBadRequest, "a JSON body is required")},
 		{name: "a poll with a negative wait", engine: engine(),
-			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[],"wait_ms":-1}`},
+			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[{"session_id":"s1","token":"token-s1"}],"wait_ms":-1}`},
 			status:  400, body: errorBody(toolgate.EBadRequest, "wait_ms must not be negative")},
 		{name: "a join of an unknown stream", engine: engine(),
 			request: request{method: "POST", path: "/v1/streams/st_x/sessions", body: `{"session_id":"s1","token":"token-s1"}`},
@@ -222,9 +222,21 @@ func TestMultiRefused(t *testing.T) {
 		{name: "a leave without the session's token", engine: engine(),
 			request: request{method: "DELETE", path: "/v1/streams/st_x/sessions/s1", headers: asSession("s2")},
 			status:  401, body: errorBody(toolgate.EUnauthenticated, "invalid session token")},
-		{name: "a poll of nothing answers at once", engine: engine(),
-			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[]}`},
-			status:  200, body: `{"sessions":[],"refused":[]}` + "\n",
+		// A request naming no session would hold a connection without any
+		// credential.
+		{name: "a stream of no session", engine: engine(),
+			request: request{method: "POST", path: "/v1/streams", body: `{"sessions":[]}`},
+			status:  400, body: errorBody(toolgate.EBadRequest, "sessions must list at least one session, each with its session_id and token")},
+		{name: "a stream without a body", engine: engine(),
+			request: request{method: "POST", path: "/v1/streams"},
+			status:  400, body: errorBody(toolgate.EBadRequest, "a JSON body is required")},
+		{name: "a poll of no session", engine: engine(),
+			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[],"wait_ms":0}`},
+			status:  400, body: errorBody(toolgate.EBadRequest, "sessions must list at least one session, each with its session_id and token")},
+		// Held, it would outlast the client's 5 s.
+		{name: "a poll whose every session is refused answers at once", engine: engine(),
+			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[{"session_id":"s1","token":"wrong"}],"wait_ms":60000}`},
+			status:  200, body: `{"sessions":[],"refused":[{"session_id":"s1","code":"UNAUTHENTICATED","message":"invalid session token"}]}` + "\n",
 			header: map[string]string{"Cache-Control": "no-store", "Content-Type": "application/json; charset=utf-8"}},
 	})
 }
@@ -282,12 +294,13 @@ func TestMultiPoll(t *testing.T) {
 
 	// Held: s2 gets an event while held; s1's cursor is past its events.
 	done := make(chan string, 1)
+	before := m.listener("s2")
 	go func() {
 		_, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
 			body: `{"sessions":[{"session_id":"s1","token":"token-s1","cursor":3},{"session_id":"s2","token":"token-s2","cursor":0}],"wait_ms":4000}`})
 		done <- body
 	}()
-	waitListening(t, m, "s2", true)
+	waitListening(t, m, "s2", before)
 	m.append("s2", event(4, "tool_call_request", "c2"))
 	want = `{"sessions":[{"session_id":"s1","events":[],"cursor":3},{"session_id":"s2","events":[{"seq":4,"type":"tool_call_request","id":"c2"}],"cursor":4}],"refused":[]}` + "\n"
 	if got := <-done; got != want {
@@ -295,12 +308,13 @@ func TestMultiPoll(t *testing.T) {
 	}
 
 	// Held: s1 closes during the hold.
+	before = m.listener("s1")
 	go func() {
 		_, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
 			body: `{"sessions":[{"session_id":"s1","token":"token-s1","cursor":3}],"wait_ms":4000}`})
 		done <- body
 	}()
-	waitListening(t, m, "s1", true)
+	waitListening(t, m, "s1", before)
 	m.log("s1").add(event(5, "call_cancelled", "c1"))
 	m.end("s1", "closed")
 	want = `{"sessions":[{"session_id":"s1","events":[{"seq":5,"type":"call_cancelled","id":"c1"}],"cursor":5,"ended":true}],"refused":[]}` + "\n"
@@ -309,19 +323,25 @@ func TestMultiPoll(t *testing.T) {
 	}
 }
 
-// waitListening waits until a poll listens to sid (with a listener newer
-// than the one before, when fresh), and checks it listens as a poll.
-func waitListening(t *testing.T, m *multiSessions, sid string, fresh bool) {
-	t.Helper()
+// listener returns the listener of sid's newest Listen (nil before any).
+func (m *multiSessions) listener(sid string) *fakeListener {
 	m.mu.Lock()
-	before := m.listeners[sid]
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	return m.listeners[sid]
+}
+
+// waitListening waits until a poll listens to sid with a listener other
+// than before (read before the poll was sent: a poll that listened at
+// once must not be mistaken for the earlier one), and checks it listens
+// as a poll.
+func waitListening(t *testing.T, m *multiSessions, sid string, before *fakeListener) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		m.mu.Lock()
 		l, streaming := m.listeners[sid], m.streaming[sid]
 		m.mu.Unlock()
-		if l != nil && (!fresh || l != before) {
+		if l != nil && l != before {
 			if streaming {
 				t.Fatal("a poll listened as a stream")
 			}
@@ -330,4 +350,26 @@ func waitListening(t *testing.T, m *multiSessions, sid string, fresh bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("no poll listens to %s", sid)
+}
+
+// TestMultiPollShutdown: a session whose listener ends without a close
+// (the gateway stopping) ends the held poll with its events and cursor,
+// but not "ended": the session is still open, and its client polls again.
+func TestMultiPollShutdown(t *testing.T) {
+	m, eng := newMultiSessions("s1")
+	ts := newTestServer(t, eng, nil, false)
+	done := make(chan string, 1)
+	before := m.listener("s1")
+	go func() {
+		_, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
+			body: `{"sessions":[{"session_id":"s1","token":"token-s1","cursor":0}],"wait_ms":4000}`})
+		done <- body
+	}()
+	waitListening(t, m, "s1", before)
+	m.log("s1").add(event(1, "tool_call_request", "c1"))
+	m.end("s1", "")
+	want := `{"sessions":[{"session_id":"s1","events":[{"seq":1,"type":"tool_call_request","id":"c1"}],"cursor":1}],"refused":[]}` + "\n"
+	if got := <-done; got != want {
+		t.Fatalf("poll held at shutdown:\n%s\nwant\n%s", got, want)
+	}
 }

@@ -56,18 +56,22 @@ func New(opts Options) *API {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = defaultStreamWriteTimeout
+	}
 	if opts.MaxStreamSessions <= 0 {
 		opts.MaxStreamSessions = defaultMaxStreamSessions
 	}
 	a := &API{opts: opts, auth: opts.Engine}
-	a.streams = newStreamHub(opts.Heartbeat)
+	a.streams = newStreamHub(opts.Heartbeat, opts.StreamWriteTimeout)
 	// Each resource holds only its part of the engine.
 	sessions := &sessionHandlers{sessions: opts.Engine}
 	tools := &toolHandlers{tools: opts.Engine}
-	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: opts.Heartbeat}
+	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: opts.Heartbeat,
+		writeTimeout: opts.StreamWriteTimeout}
 	poll := &pollHandler{delivery: opts.Engine, wait: opts.PollWait, maxWait: opts.MaxPollWait}
 	multi := &multiHandlers{auth: opts.Engine, delivery: opts.Engine, hub: a.streams, streams: newStreamRegistry(),
-		retry: opts.StreamRetry, heartbeat: opts.Heartbeat, maxSessions: opts.MaxStreamSessions,
+		retry: opts.StreamRetry, heartbeat: opts.Heartbeat, writeTimeout: opts.StreamWriteTimeout, maxSessions: opts.MaxStreamSessions,
 		wait: opts.PollWait, maxWait: opts.MaxPollWait}
 	answers := &answerHandlers{answers: opts.Engine}
 	calls := &callHandlers{calls: opts.Engine, maxWait: opts.MaxCallWait}

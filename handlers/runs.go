@@ -135,7 +135,7 @@ func waitEnded(ctx context.Context, feed toolgate.RunFeed) error {
 // ends or the caller goes away (the run goes on either way), with pings
 // while it waits (on an approval, a slow client).
 func (h *agentHandlers) streamRun(w http.ResponseWriter, r *http.Request, feed toolgate.RunFeed) {
-	out := startStream(w)
+	out := startStream(w, h.api.opts.StreamWriteTimeout)
 	heartbeat := h.api.opts.Heartbeat
 	if heartbeat <= 0 {
 		heartbeat = 15 * time.Second

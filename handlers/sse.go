@@ -16,9 +16,10 @@ import (
 // taken-over HTTP/1.1 connection, or through the ResponseWriter with a
 // flush (HTTP/2, and wherever the connection is not taken over).
 
-// streamWriteTimeout bounds one write to a stream; a client that does not
-// read for this long is cut off (it reconnects and resumes).
-const streamWriteTimeout = 10 * time.Second
+// defaultStreamWriteTimeout is Options.StreamWriteTimeout when unset: it
+// bounds one write to a stream; a client that does not read for this long
+// is cut off (it reconnects and resumes).
+const defaultStreamWriteTimeout = 10 * time.Second
 
 // setStreamHeaders sets the headers every event stream carries.
 func setStreamHeaders(h http.Header) {
@@ -35,42 +36,55 @@ type sseOut interface {
 // responseOut writes a stream through its ResponseWriter, flushing each
 // piece.
 type responseOut struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration // bounds each write
 }
 
 // startStream sends the head of a stream served through its
 // ResponseWriter: the stream headers and 200. The server's write timeout
-// is lifted, since streams live long.
-func startStream(w http.ResponseWriter) *responseOut {
+// is lifted, since streams live long; each write then has its own
+// deadline, timeout from its start.
+func startStream(w http.ResponseWriter, timeout time.Duration) *responseOut {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	setStreamHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
-	return &responseOut{w: w, rc: rc}
+	return &responseOut{w: w, rc: rc, timeout: timeout}
 }
 
+// write writes and flushes body within the timeout, then lifts the
+// deadline again, so that an idle stream is not cut. Over HTTP/2 a client
+// that stops reading leaves its flow-control window full and Write or
+// Flush would otherwise block for ever; the deadline resets the stream.
 func (o *responseOut) write(body []byte) error {
-	if _, err := o.w.Write(body); err != nil {
-		return err
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	_, err := o.w.Write(body)
+	if err == nil {
+		err = o.rc.Flush()
 	}
-	return o.rc.Flush()
+	_ = o.rc.SetWriteDeadline(time.Time{})
+	return err
 }
 
 // chunkOut writes a stream over a connection taken over from net/http, as
 // the chunks of a chunked HTTP/1.1 body.
-type chunkOut struct{ conn net.Conn }
+type chunkOut struct {
+	conn    net.Conn
+	timeout time.Duration // bounds each write
+}
 
-func (o chunkOut) write(body []byte) error { return writeChunk(o.conn, body) }
+func (o chunkOut) write(body []byte) error { return writeChunk(o.conn, body, o.timeout) }
 
-// writeChunk writes body as one chunk of a chunked HTTP/1.1 body.
-func writeChunk(conn net.Conn, body []byte) error {
+// writeChunk writes body as one chunk of a chunked HTTP/1.1 body, within
+// timeout.
+func writeChunk(conn net.Conn, body []byte, timeout time.Duration) error {
 	frame := make([]byte, 0, len(body)+16)
 	frame = strconv.AppendInt(frame, int64(len(body)), 16)
 	frame = append(frame, "\r\n"...)
 	frame = append(frame, body...)
 	frame = append(frame, "\r\n"...)
-	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	conn.SetWriteDeadline(time.Now().Add(timeout))
 	_, err := conn.Write(frame)
 	return err
 }

@@ -16,6 +16,8 @@ type streamHandler struct {
 	hub       *streamHub    // serves the streams taken over from net/http
 	retry     time.Duration // the retry: hint
 	heartbeat time.Duration // ping interval
+	// writeTimeout bounds each write (see Options.StreamWriteTimeout).
+	writeTimeout time.Duration
 }
 
 // handleEvents serves GET /v1/sessions/{sid}/events, the session's
@@ -72,7 +74,7 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	stream.feed.add(m)
 	if hub == nil {
-		stream.out = startStream(w)
+		stream.out = startStream(w, s.writeTimeout)
 		stream.serve(ctx, l.Wake(), l.Done(), s.heartbeat)
 		return
 	}
@@ -99,8 +101,8 @@ func takeOver(w http.ResponseWriter, r *http.Request, hub *streamHub, hs *hubStr
 		WriteError(w, r, err)
 		return
 	}
-	hs.stream.out = chunkOut{conn}
-	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	hs.stream.out = chunkOut{conn: conn, timeout: hub.writeTimeout}
+	conn.SetWriteDeadline(time.Now().Add(hub.writeTimeout))
 	if _, err := conn.Write(streamHead(w.Header())); err != nil {
 		conn.Close()
 		hs.stream.end()

@@ -20,9 +20,11 @@ const streamWorkers = 8
 // pings, whose failed writes are how a vanished client is noticed.
 type streamHub struct {
 	heartbeat time.Duration
-	work      chan *hubStream
-	stop      chan struct{}
-	workers   sync.WaitGroup
+	// writeTimeout bounds each write to a taken-over connection.
+	writeTimeout time.Duration
+	work         chan *hubStream
+	stop         chan struct{}
+	workers      sync.WaitGroup
 
 	mu      sync.Mutex
 	streams map[*hubStream]struct{}
@@ -44,12 +46,13 @@ type hubStream struct {
 }
 
 // newStreamHub builds a hub; its workers run from start until close.
-func newStreamHub(heartbeat time.Duration) *streamHub {
+func newStreamHub(heartbeat, writeTimeout time.Duration) *streamHub {
 	return &streamHub{
-		heartbeat: heartbeat,
-		work:      make(chan *hubStream, 4096),
-		stop:      make(chan struct{}),
-		streams:   map[*hubStream]struct{}{},
+		heartbeat:    heartbeat,
+		writeTimeout: writeTimeout,
+		work:         make(chan *hubStream, 4096),
+		stop:         make(chan struct{}),
+		streams:      map[*hubStream]struct{}{},
 	}
 }
 

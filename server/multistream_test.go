@@ -356,6 +356,47 @@ func TestMultiStreamLimits(t *testing.T) {
 	}
 }
 
+// TestMultiNeedsACredential: a multi-session stream or poll is held only
+// for a session that proved itself. Naming none is 400; a stream whose
+// every session is refused ends after its ready event, and a poll of them
+// answers at once — with --client-key set as without.
+func TestMultiNeedsACredential(t *testing.T) {
+	g := startGateway(t, func(c *server.Config) { c.ClientKey = "client-secret" })
+	const unknown = "0190f000-0000-7000-8000-000000000000" // no such session
+	// within answers method path body, giving up after 3 s.
+	within := func(method, path, body string) (int, string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, method, g.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		_, err = buf.ReadFrom(resp.Body)
+		return resp.StatusCode, buf.String(), err
+	}
+	for _, path := range []string{"/v1/streams", "/v1/poll"} {
+		for _, body := range []string{"", `{}`, `{"sessions":[]}`} {
+			status, reply, err := within("POST", path, body)
+			if err != nil || status != 400 || errorCode([]byte(reply)) != "BAD_REQUEST" {
+				t.Errorf("%s %q: %d %s %v, want 400 BAD_REQUEST", path, body, status, reply, err)
+			}
+		}
+	}
+	refused := `{"sessions":[{"session_id":"` + unknown + `","token":"tgs_wrong"}],"wait_ms":60000}`
+	status, reply, err := within("POST", "/v1/streams", refused)
+	if err != nil || status != 200 || !strings.Contains(reply, `"sessions":[],"refused":[{"session_id":"`+unknown+`","code":"UNAUTHENTICATED"`) {
+		t.Errorf("a stream of refused sessions: %d %q %v, want its ready event and its end", status, reply, err)
+	}
+	start := time.Now()
+	status, reply, err = within("POST", "/v1/poll", refused)
+	if err != nil || status != 200 || !strings.HasPrefix(reply, `{"sessions":[],"refused":[{"session_id":"`+unknown+`","code":"UNAUTHENTICATED"`) || time.Since(start) > 2*time.Second {
+		t.Errorf("a poll of refused sessions: %d %q %v after %v, want its refusals at once", status, reply, err, time.Since(start))
+	}
+}
+
 // TestMultiStreamResumesAfterKill kills the gateway with SIGKILL while a
 // multi-session stream carries two sessions' open calls; a new stream
 // with each session's cursor gets every open call again, per session.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -119,7 +120,10 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 			return nil, toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
 		}
 		metadata = compactJSON(req.Metadata)
-		if dropSecrets(obj, e.agentKey) {
+		// The text is kept as given only when it says what obj says: a
+		// member named twice decodes to its last value, so the text could
+		// hold a secret that obj, once checked, does not.
+		if dropSecrets(obj, e.agentKey) || hasDuplicateKey(req.Metadata) {
 			b, err := json.Marshal(obj)
 			if err != nil {
 				return nil, err
@@ -382,6 +386,58 @@ func (e *Engine) Sweep(ctx context.Context) {
 		e.log.Error("sweep", "err", err)
 	} else if pruned > 0 {
 		e.log.Debug("pruned events", "count", pruned)
+	}
+}
+
+// hasDuplicateKey reports whether an object in the JSON text raw, at any
+// depth, names a member twice (spelled alike or not: "u" and "\u0075"
+// are one name). Text that is not valid JSON counts as having one.
+func hasDuplicateKey(raw []byte) bool {
+	type level struct {
+		keys      map[string]bool // nil in an array
+		expectKey bool            // the next token of an object is a member name
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF && len(stack) == 0 {
+			return false
+		}
+		if err != nil {
+			return true
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if name, ok := tok.(string); ok && top != nil && top.keys != nil && top.expectKey {
+			if top.keys[name] {
+				return true
+			}
+			top.keys[name] = true
+			top.expectKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{keys: map[string]bool{}, expectKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &level{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				continue
+			}
+			top = stack[len(stack)-1]
+		}
+		// A value ended: in an object, a name comes next.
+		if top != nil && top.keys != nil {
+			top.expectKey = true
+		}
 	}
 }
 
