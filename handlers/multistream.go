@@ -183,7 +183,14 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 		wake, stream.wake = signal()
 	}
 	ready := streamReady{Type: "ready", HeartbeatMS: h.heartbeat.Milliseconds()}
-	ready.Sessions, ready.Refused = h.admitAll(r, stream.feed, body.Sessions, true, stream.wakeUp)
+	admit := func() {
+		ready.Sessions, ready.Refused = h.admitAll(r, stream.feed, body.Sessions, true, stream.wakeUp)
+	}
+	if hub == nil {
+		onOwnStack(admit) // the request's goroutine serves the stream: keep its stack small
+	} else {
+		admit()
+	}
 	if len(ready.Sessions) == 0 {
 		// Nothing to carry: the stream ends once its ready event (with the
 		// refusals) is written, and nothing can join it.

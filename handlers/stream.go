@@ -66,7 +66,12 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.l = l
-	m.first, m.cursor, err = firstEvents(ctx, s.delivery, sid, resume != "", cursor)
+	readFirst := func() { m.first, m.cursor, err = firstEvents(ctx, s.delivery, sid, resume != "", cursor) }
+	if hub == nil {
+		onOwnStack(readFirst)
+	} else {
+		readFirst()
+	}
 	if err != nil {
 		l.Close()
 		WriteError(w, r, err)
@@ -79,6 +84,28 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	takeOver(w, r, hub, hs)
+}
+
+// onOwnStack runs fn on a goroutine of its own and waits for it. A stream
+// the hub cannot take (HTTP/2) is served by its request's goroutine, which
+// then parks for the stream's whole life; a deep call made on it first (the
+// first events' SQLite read) would leave it a stack twice the size, for
+// good. BENCHMARKS.md, "Idle sessions over HTTPS, HTTP/2 and multi-session
+// streams", has the figures.
+func onOwnStack(fn func()) {
+	done := make(chan struct{})
+	var panicked any
+	go func() {
+		defer func() {
+			panicked = recover()
+			close(done)
+		}()
+		fn()
+	}()
+	<-done
+	if panicked != nil {
+		panic(panicked) // on the request's goroutine, where the router recovers it
+	}
 }
 
 // hubFor returns hub when it can serve the request's stream (an HTTP/1.1
