@@ -23,9 +23,17 @@ export function resultAnswer(callId, value) {
 }
 
 /**
+ * The gateway's rule for a tool error's code (docs/PROTOCOL.md): it refuses
+ * an answer with any other code, and a refused answer would leave the caller
+ * waiting until the call's deadline.
+ */
+const ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+/**
  * Builds the tool_error answer for a thrown value. An error carrying a string
  * `code` keeps it (and its `details` when they are an object); anything else
- * is INTERNAL_ERROR.
+ * is INTERNAL_ERROR. A code the gateway would refuse (lower case, a slash…)
+ * is sent as INTERNAL_ERROR with the thrown code in details.original_code.
  */
 export function errorAnswer(callId, thrown) {
   const isObject = thrown !== null && typeof thrown === "object";
@@ -35,7 +43,12 @@ export function errorAnswer(callId, thrown) {
       : typeof thrown === "string" && thrown !== ""
         ? thrown
         : "The tool failed without a message";
-  const code = isObject && typeof thrown.code === "string" && thrown.code !== "" ? thrown.code : "INTERNAL_ERROR";
+  let code = isObject && typeof thrown.code === "string" && thrown.code !== "" ? thrown.code : "INTERNAL_ERROR";
+  let originalCode;
+  if (!ERROR_CODE.test(code)) {
+    originalCode = code;
+    code = "INTERNAL_ERROR";
+  }
   const answer = { type: "tool_error", id: callId, success: false, error: message, code };
   if (isObject && thrown.details && typeof thrown.details === "object") {
     try {
@@ -45,6 +58,7 @@ export function errorAnswer(callId, thrown) {
       // details that cannot be encoded are left out rather than losing the answer
     }
   }
+  if (originalCode !== undefined) answer.details = { ...answer.details, original_code: originalCode };
   return answer;
 }
 

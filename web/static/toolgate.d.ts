@@ -130,7 +130,8 @@ export interface ToolDefinition<Args = any> {
   /**
    * What the handler returns becomes the call's output (undefined becomes null); what it throws becomes a
    * tool_error: a string `code` property is kept, with object `details`, else the code is INTERNAL_ERROR.
-   * The gateway accepts only codes matching ^[A-Z][A-Z0-9_]{0,63}$.
+   * The gateway accepts only codes matching ^[A-Z][A-Z0-9_]{0,63}$: any other code (say "auth/expired")
+   * is sent as INTERNAL_ERROR with the thrown one in `details.original_code`, so the answer is not refused.
    */
   handler(args: Args, context: ToolCallContext): unknown;
   /** A positive integer. */

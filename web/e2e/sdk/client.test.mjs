@@ -64,6 +64,13 @@ test("a thrown error becomes tool_error, keeping its code and details", async ()
       throw new TypeError("x is undefined");
     },
   });
+  client.registerTool({
+    name: "library_error",
+    description: "Fails with a code the gateway does not accept",
+    handler() {
+      throw Object.assign(new Error("The token has expired"), { code: "auth/expired", details: { retry: true } });
+    },
+  });
   client.registerTool({ name: "text", description: "Returns a string", handler: async () => "plain" });
   await client.connect();
 
@@ -77,6 +84,13 @@ test("a thrown error becomes tool_error, keeping its code and details", async ()
   assert.equal(crashed.status, "failed");
   assert.equal(crashed.error.code, "INTERNAL_ERROR");
   assert.equal(crashed.error.message, "x is undefined");
+
+  // A code the gateway would refuse still ends the call at once, not at its deadline.
+  const library = await gw.call(client.sessionId, "library_error", {}, { timeout_ms: 10000 });
+  assert.equal(library.status, "failed");
+  assert.equal(library.error.code, "INTERNAL_ERROR");
+  assert.equal(library.error.message, "The token has expired");
+  assert.deepEqual(library.error.details, { retry: true, original_code: "auth/expired" });
 
   const text = await gw.call(client.sessionId, "text", {}, { timeout_ms: 10000 });
   assert.equal(text.status, "completed");
