@@ -241,11 +241,7 @@ func holdHTTP2Streams(ctx context.Context, url string, roots *x509.CertPool, n i
 				return err
 			}
 			opened.Add(1)
-			// Keep reading (pings), as a live client does.
-			go func() {
-				defer resp.Body.Close()
-				io.Copy(io.Discard, rd)
-			}()
+			keepReading(resp.Body, rd)
 			return nil
 		})
 	}
@@ -357,15 +353,20 @@ func holdMultiStreams(ctx context.Context, url string, roots *x509.CertPool, n, 
 				return fmt.Errorf("POST /v1/streams: ready %q (%v), want %d sessions accepted", line, err, len(group))
 			}
 			opened.Add(int64(len(group)))
-			// Keep reading (pings), as a live client does.
-			go func() {
-				defer resp.Body.Close()
-				io.Copy(io.Discard, rd)
-			}()
+			keepReading(resp.Body, rd)
 			return nil
 		})
 	}
 	err = g.Wait()
 	held.streams = int(opened.Load())
 	return held, err
+}
+
+// keepReading reads a held stream (its pings) until it ends, as a live
+// client does, then closes its body.
+func keepReading(body io.Closer, rd io.Reader) {
+	go func() {
+		defer body.Close()
+		io.Copy(io.Discard, rd)
+	}()
 }
