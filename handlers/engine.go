@@ -11,7 +11,6 @@ package handlers
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -137,6 +136,4 @@ type Options struct {
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)
-	// Log receives internal errors; nil discards them.
-	Log *slog.Logger
 }

@@ -53,9 +53,6 @@ func New(opts Options) *API {
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = 15 * time.Second
 	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
 	if opts.StreamWriteTimeout <= 0 {
 		opts.StreamWriteTimeout = defaultStreamWriteTimeout
 	}
@@ -77,7 +74,6 @@ func New(opts Options) *API {
 	calls := &callHandlers{calls: opts.Engine, maxWait: opts.MaxCallWait}
 	r := chi.NewRouter()
 	a.router = r
-	r.Use(a.withLogger)
 	r.Use(middleware.Recoverer)
 	if len(opts.AllowedOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
@@ -150,21 +146,24 @@ func New(opts Options) *API {
 // loggerKey keys the API's logger in a request's context.
 type loggerKey struct{}
 
-// withLogger gives each request the API's logger, for WriteError, which
-// is called with the request but not the API.
-func (a *API) withLogger(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, a.opts.Log)))
-	})
+// WithLogger returns ctx carrying log, for the internal errors WriteError
+// logs (it is called with the request, not the API). The server puts it in
+// every connection's base context once (http.Server.BaseContext), rather
+// than in each request's.
+func WithLogger(ctx context.Context, log *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, log)
 }
 
-// requestLogger returns the logger of the API serving r; one that did not
-// come through an API (a handler called on its own) logs nowhere.
+// discardLog is the logger of a request whose context carries none.
+var discardLog = slog.New(slog.DiscardHandler)
+
+// requestLogger returns the logger r's context carries (WithLogger); a
+// request served without one logs nowhere.
 func requestLogger(r *http.Request) *slog.Logger {
 	if log, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
 		return log
 	}
-	return slog.New(slog.DiscardHandler)
+	return discardLog
 }
 
 // limitBody caps every request body at MaxBodyBytes; a declared length

@@ -95,7 +95,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		PollWait:       cfg.PollWait,
 		MaxPollWait:    cfg.MaxPollWait,
 		MaxCallWait:    cfg.MaxTimeout,
-		Log:            log,
 
 		MaxStreamSessions: cfg.MaxStreamSessions,
 	})
@@ -105,7 +104,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		Handler:           s.api,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		BaseContext:       func(net.Listener) context.Context { return handlers.WithLogger(baseCtx, log) },
 		// With a certificate, Serve serves TLS and net/http negotiates
 		// HTTP/2 or HTTP/1.1 with each client (TLSNextProto and Protocols
 		// are left unset, which keeps HTTP/2 on).
