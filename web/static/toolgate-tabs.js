@@ -442,6 +442,9 @@ export class TabCoordinator {
         return;
       case "leader": {
         if (!isTerm(message.term)) return; // an earlier version's leader, or not a leader message at all
+        // A malformed message is no leader's, whatever term it claims.
+        const snapshot = leaderSnapshot(message);
+        if (!snapshot) return;
         if (lead) {
           // Another page holds a later term: the lock was taken from this
           // one, which steps down at once rather than when the lock says so.
@@ -456,8 +459,6 @@ export class TabCoordinator {
         // took it talks; once that one is silent (gone), the lower is heard.
         const older = compareTerms(message.term, this.#highestTerm) < 0;
         if (older && Date.now() - this.#highestTermHeardAt < LEADER_SILENCE_MS) return;
-        const snapshot = leaderSnapshot(message);
-        if (!snapshot) return;
         this.#highestTerm = message.term;
         this.#highestTermHeardAt = Date.now();
         this.#heardLeader();
