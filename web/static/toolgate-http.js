@@ -78,7 +78,7 @@ export async function requestJSON(fetchFn, url, opts = {}) {
     if (opts.signal?.aborted) throw err;
     throw new ToolgateError("NETWORK", `Cannot reach the gateway: ${err?.message ?? err}`, { cause: err });
   }
-  const text = await res.text().catch(() => {
+  const text = await res.text().catch((err) => {
     if (opts.signal?.aborted) throw err;
     throw new ToolgateError("NETWORK", `The reply was cut off: ${err?.message ?? err}`, { status: 0, cause: err });
   });

@@ -1,4 +1,4 @@
-// Unit tests of the SDK's text/event-stream parser and event decoding.
+// Unit tests of the SDK's text/event-stream parser, event decoding and reply reading.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SSEParser, decodeStreamEvent, decodePollEvent } from "../../static/toolgate-transport.js";
@@ -53,4 +53,15 @@ test("decodePollEvent accepts flattened and nested payloads", () => {
   assert.equal(nested.id, "c");
   assert.equal(nested.reason, "timeout");
   assert.equal(decodePollEvent(null), null);
+});
+
+test("requestJSON reports a reply cut off mid-body as NETWORK", async () => {
+  const { requestJSON, ToolgateError } = await import("../../static/toolgate-http.js");
+  const cutOff = async () => ({ ok: true, status: 200, text: () => Promise.reject(new TypeError("terminated")) });
+  await assert.rejects(requestJSON(cutOff, "http://gateway.test/x"), (err) => {
+    assert.ok(err instanceof ToolgateError, `a ToolgateError, not ${err?.name}: ${err?.message}`);
+    assert.equal(err.code, "NETWORK");
+    assert.match(err.message, /cut off: terminated/);
+    return true;
+  });
 });
