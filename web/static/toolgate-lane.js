@@ -115,7 +115,9 @@ export class SessionLane {
           mode = "poll";
           continue;
         }
-        if (this.transport === "sse") mode = "sse";
+        // A stream that had gone live (the probe of the poll among them) is
+        // tried again first; only a held-back one sends the lane to the poll.
+        if (err?.wasLive) mode = "sse";
         this.#setTransport(null, null);
         // Every session refused (the gateway then ends the stream) or gone:
         // nothing to reconnect until a session comes.
@@ -183,7 +185,9 @@ export class SessionLane {
       if (heldBack) throw heldBack;
       throw new ToolgateError("STREAM_ENDED", "The gateway ended the event stream");
     } catch (err) {
-      throw heldBack ?? err;
+      const failure = heldBack ?? err;
+      if (ready && failure !== null && typeof failure === "object") failure.wasLive = true;
+      throw failure;
     } finally {
       clearTimeout(timer);
       signal.removeEventListener("abort", stop);
