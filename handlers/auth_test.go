@@ -102,7 +102,7 @@ func TestCORS(t *testing.T) {
 				"Access-Control-Request-Method":  "POST",
 				"Access-Control-Request-Headers": "authorization,idempotency-key,last-event-id",
 			})},
-			status: 200, body: "",
+			status: 200, emptyBody: true,
 			header: map[string]string{
 				"Access-Control-Allow-Origin":  "https://app.example",
 				"Access-Control-Allow-Methods": "POST",

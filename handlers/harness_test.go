@@ -187,6 +187,8 @@ type scenario struct {
 	status int
 	// body, when set, is the whole reply body.
 	body string
+	// emptyBody: the reply has no body at all.
+	emptyBody bool
 	// contains are pieces the reply body must hold.
 	contains []string
 	// header are reply headers that must have these values ("" for absent).
@@ -206,6 +208,9 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 			}
 			if sc.body != "" && body != sc.body {
 				t.Errorf("body\n%s\nwant\n%s", body, sc.body)
+			}
+			if sc.emptyBody && body != "" {
+				t.Errorf("body %q, want none", body)
 			}
 			for _, piece := range sc.contains {
 				if !strings.Contains(body, piece) {
