@@ -1,6 +1,8 @@
 package handlers_test
 
 import (
+	"github.com/toolgate/toolgate/internal/testwait"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -336,20 +338,17 @@ func (m *multiSessions) listener(sid string) *fakeListener {
 // as a poll.
 func waitListening(t *testing.T, m *multiSessions, sid string, before *fakeListener) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	var streaming bool
+	testwait.Until(t, 5*time.Second, "a poll listening to "+sid, func() bool {
 		m.mu.Lock()
-		l, streaming := m.listeners[sid], m.streaming[sid]
-		m.mu.Unlock()
-		if l != nil && l != before {
-			if streaming {
-				t.Fatal("a poll listened as a stream")
-			}
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		defer m.mu.Unlock()
+		l := m.listeners[sid]
+		streaming = m.streaming[sid]
+		return l != nil && l != before
+	})
+	if streaming {
+		t.Fatal("a poll listened as a stream")
 	}
-	t.Fatalf("no poll listens to %s", sid)
 }
 
 // TestMultiPollShutdown: a session whose listener ends without a close

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/toolgate/toolgate/internal/testwait"
+
 	"context"
 	"errors"
 	"fmt"
@@ -161,9 +163,7 @@ func TestWriteValueReturnsTheCommittedRun(t *testing.T) {
 		})
 		got <- result{v, err}
 	}()
-	for len(s.ops) == 0 {
-		time.Sleep(time.Millisecond) // until the value's operation is queued
-	}
+	testwait.Until(t, 5*time.Second, "the value's operation queued", func() bool { return len(s.ops) > 0 })
 	failing := &writeOp{fn: func(tx *Tx) error { return errors.New("refused") }, result: make(chan error, 1)}
 	if err := s.submit(ctx, failing); err != nil {
 		t.Fatal(err)
