@@ -1,8 +1,6 @@
 package handlers_test
 
 import (
-	"github.com/toolgate/toolgate/internal/testwait"
-
 	"bufio"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/testwait"
 )
 
 // multiSessions is the engine side of multi-session streams and polls:

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/toolgate/toolgate/internal/testwait"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testwait"
 )
 
 // openTestStore opens a store on a new file, closed when the test ends.
