@@ -2,7 +2,7 @@
 # gateway with its embedded defaults; `make test` runs the test suite.
 GO ?= go
 
-.PHONY: run build test vet race e2e mobile-check bench
+.PHONY: run build test vet race e2e mobile-check bench chaos
 
 run:
 	$(GO) run ./cmd/toolgate serve
@@ -43,3 +43,11 @@ mobile-check:
 # echo floor, in one run; writes bench/results.json and prints a table.
 bench:
 	$(GO) run ./cmd/toolgate-bench
+
+# The chaos test: the real gateway killed with SIGKILL CHAOS_KILLS times
+# (every 1-3 s) while Go SDK clients answer calls and callers make them;
+# prints the figures RELIABILITY.md records. TOOLGATE_CHAOS_SEED=<n>
+# replays a run's kill times.
+CHAOS_KILLS ?= 50
+chaos:
+	TOOLGATE_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./internal/chaos

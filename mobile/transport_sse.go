@@ -53,8 +53,12 @@ func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
 		stream.LastEventID.Store([]byte(strconv.FormatInt(cursor, 10)))
 	}
 	// The library's default backoff gives up after 15 minutes; this one
-	// retries until the client closes.
-	stream.ReconnectStrategy = newRetryBackoff(attemptCtx)
+	// retries until the client closes. The library resets it only when
+	// the subscription starts, so the ready event resets it (below): a
+	// stream that came up again starts its next reconnection from the
+	// first step, however many restarts of the gateway it lived through.
+	reconnect := newRetryBackoff(attemptCtx)
+	stream.ReconnectStrategy = reconnect
 	stream.ReconnectNotify = func(err error, wait time.Duration) {
 		c.setState(StateReconnecting, err.Error())
 	}
@@ -89,6 +93,9 @@ func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
 			}
 			watch.ready.Store(true)
 			watch.everReady.Store(true)
+			// The library calls onEvent and the backoff on the same
+			// goroutine, so this needs no lock.
+			reconnect.Reset()
 			c.setState(StateConnected, TransportSSE)
 		case toolgate.EventToolCallRequest, toolgate.EventCallCancelled:
 			if seq, err := strconv.ParseInt(string(msg.ID), 10, 64); err == nil {

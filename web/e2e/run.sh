@@ -59,6 +59,12 @@ cd web/e2e
 TOOLGATE_BIN="$work/toolgate" TOOLGATE_ARTIFACTS="$artifacts" TMPDIR="$work" \
   node --test --test-concurrency=1 --test-timeout=120000 sdk/ browser/
 
+# The Go SDK behind nginx cutting idle connections (mobile/proxy_test.go
+# skips without NGINX_BIN, so `make test` needs no nginx).
+say "Go SDK behind an idle-cutting nginx"
+nginx_bin="${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}"
+(cd "$root" && NGINX_BIN="$nginx_bin" go test -count=1 -run '^TestBehindIdleCuttingProxy$' ./mobile)
+
 for shot in page-with-console page-behind-buffering-nginx page-phone; do
   if ! [ -s "$artifacts/$shot.png" ]; then
     echo "run.sh: the screenshot $artifacts/$shot.png was not written" >&2

@@ -393,6 +393,10 @@ export class ToolgateClient extends EventTarget {
           mode = "poll";
           continue;
         }
+        // A connection that was live and broke (a gateway restart, a proxy
+        // cutting an idle stream or a held poll) waits the first step of the
+        // backoff again: only failures in a row make the wait grow.
+        if (this.#transport !== null) failures = 0;
         // A stream that was live and broke (a gateway restart, a network
         // change) is tried again first; only a held-back stream means polling.
         if (this.#opts.transport === "auto" && this.#transport === "sse") mode = "sse";

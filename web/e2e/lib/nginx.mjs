@@ -1,6 +1,7 @@
-// Runs nginx as a buffering reverse proxy in front of a gateway, from the
-// template in ../nginx/, on a free loopback port, with its pid, logs and temp
-// files in a fresh temp dir.
+// Runs nginx as a reverse proxy in front of a gateway, from a template in
+// ../nginx/ (buffering.conf.template: a proxy that holds streams back;
+// idle-cutting.conf.template: one that cuts silent connections), on a free
+// loopback port, with its pid, logs and temp files in a fresh temp dir.
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
@@ -9,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const template = join(dirname(fileURLToPath(import.meta.url)), "../nginx/buffering.conf.template");
+const templates = join(dirname(fileURLToPath(import.meta.url)), "../nginx");
 
 /** The nginx binary: $NGINX_BIN, or the Debian one. */
 export function nginxBinary() {
@@ -43,16 +44,49 @@ function canConnect(port) {
 }
 
 /**
- * Starts nginx proxying to `upstream` ("127.0.0.1:PORT").
+ * Starts a buffering nginx proxying to `upstream` ("127.0.0.1:PORT").
  * @returns {Promise<{url: string, dir: string, stop: () => Promise<void>, errorLog: () => string}>}
  */
-export async function startBufferingProxy(upstream) {
+export function startBufferingProxy(upstream) {
+  return startProxy("buffering.conf.template", upstream, {});
+}
+
+/**
+ * Starts nginx proxying to `upstream` without buffering, cutting every
+ * upstream connection silent for `readTimeout` (an nginx time, "3s"): a
+ * stream whose heartbeat is longer is cut, a poll held longer is answered
+ * 504. `finished()` lists the requests nginx has ended, as
+ * {seconds, status, method, path}.
+ * @returns {Promise<{url: string, dir: string, stop: () => Promise<void>, errorLog: () => string,
+ *   finished: () => {seconds: number, status: number, method: string, path: string}[]}>}
+ */
+export async function startIdleCuttingProxy(upstream, { readTimeout = "3s" } = {}) {
+  const proxy = await startProxy("idle-cutting.conf.template", upstream, { READ_TIMEOUT: readTimeout });
+  proxy.finished = () => {
+    let text = "";
+    try {
+      text = readFileSync(join(proxy.dir, "access.log"), "utf8");
+    } catch {
+      return [];
+    }
+    // $request_time $status "METHOD /path?query HTTP/1.1"
+    return text
+      .split("\n")
+      .map((line) => /^(\S+) (\d+) "(\S+) ([^?" ]+)/.exec(line))
+      .filter(Boolean)
+      .map(([, seconds, status, method, path]) => ({ seconds: Number(seconds), status: Number(status), method, path }));
+  };
+  return proxy;
+}
+
+async function startProxy(templateName, upstream, vars) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-nginx-"));
   const port = await freePort();
-  const config = readFileSync(template, "utf8")
+  let config = readFileSync(join(templates, templateName), "utf8")
     .replaceAll("{{DIR}}", dir)
     .replaceAll("{{PORT}}", String(port))
     .replaceAll("{{UPSTREAM}}", upstream);
+  for (const [name, value] of Object.entries(vars)) config = config.replaceAll(`{{${name}}}`, value);
   const configPath = join(dir, "nginx.conf");
   writeFileSync(configPath, config);
   const output = [];

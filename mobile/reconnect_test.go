@@ -1,0 +1,46 @@
+package mobile_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/mobile"
+)
+
+// TestStreamReconnectsPromptlyAfterManyRestarts restarts the gateway
+// (SIGKILL, then start on the same database and address) eight times under
+// one connected client: after each restart the client is back on the
+// stream and answers a call within a couple of seconds. The stream's
+// reconnection backoff starts again from its first step once a stream has
+// come up, rather than growing with every restart the client has lived
+// through (it reached its 30 s maximum after about a dozen).
+func TestStreamReconnectsPromptlyAfterManyRestarts(t *testing.T) {
+	g := gatewaytest.Start(t, "--log-level", "warn")
+	client, states := newTestClient(t, g, mobile.TransportSSE)
+	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
+		t.Fatal(err)
+	}
+	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	states.waitFor(t, "connected sse", 10*time.Second)
+	const restarts = 8
+	var took []time.Duration
+	for range restarts {
+		g.Restart(t)
+		restarted := time.Now()
+		if call := callTool(t, g, client.SessionID(), "echo", `{}`); call.Status != toolgate.StatusCompleted {
+			t.Fatalf("call after a restart: %+v", call)
+		}
+		took = append(took, time.Since(restarted).Round(time.Millisecond))
+	}
+	t.Logf("from each restart to the call's answer: %v", took)
+	// The backoff's first step is 250 ms (±50 %); had it grown with each
+	// restart, the eighth would wait 250 ms × 1.5⁷ ≈ 4.3 s (at least 2.1 s).
+	if last := took[restarts-1]; last > 2*time.Second {
+		t.Errorf("the call after restart %d took %s: the client's reconnection backoff grew with the restarts (%v)", restarts, last, took)
+	}
+}
