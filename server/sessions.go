@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -111,25 +112,9 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 	if len(req.Client.Name) > 200 || len(req.Client.Version) > 200 {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.name and client.version are limited to 200 characters")
 	}
-	metadata := "{}"
-	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
-		var obj map[string]any
-		dec := json.NewDecoder(bytes.NewReader(req.Metadata))
-		dec.UseNumber() // numbers re-encoded as they came
-		if err := dec.Decode(&obj); err != nil {
-			return nil, toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
-		}
-		metadata = compactJSON(req.Metadata)
-		// The text is kept as given only when it says what obj says: a
-		// member named twice decodes to its last value, so the text could
-		// hold a secret that obj, once checked, does not.
-		if dropSecrets(obj, e.agentKey) || hasDuplicateKey(req.Metadata) {
-			b, err := json.Marshal(obj)
-			if err != nil {
-				return nil, err
-			}
-			metadata = string(b)
-		}
+	metadata, err := e.checkMetadata(req.Metadata)
+	if err != nil {
+		return nil, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -159,6 +144,54 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 		PollWaitMS:       e.cfg.PollWait.Milliseconds(),
 		DefaultTimeoutMS: e.cfg.DefaultTimeout.Milliseconds(),
 	}, nil
+}
+
+// checkMetadata returns the text a session's metadata is stored as: the
+// object compacted, or re-encoded without the agent key (see dropSecrets)
+// or a member named twice; "{}" for none. It refuses metadata that is not
+// a JSON object in valid UTF-8 (400), or that is larger than
+// MaxMetadataBytes as stored (413).
+func (e *Engine) checkMetadata(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}", nil
+	}
+	// Decoding reads an invalid byte as U+FFFD while the text kept would
+	// hold the byte: what was checked would not be what is stored.
+	if !utf8.Valid(raw) {
+		return "", toolgate.Errorf(toolgate.EBadRequest, "metadata must be valid UTF-8")
+	}
+	metadata := compactJSON(raw)
+	if err := e.checkMetadataSize(metadata); err != nil {
+		return "", err // before decoding: no work spent on what is refused
+	}
+	var obj map[string]any
+	dec := json.NewDecoder(strings.NewReader(metadata))
+	dec.UseNumber() // numbers re-encoded as they came
+	if err := dec.Decode(&obj); err != nil {
+		return "", toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
+	}
+	// The text is kept as given only when it says what obj says: a
+	// member named twice decodes to its last value, so the text could
+	// hold a secret that obj, once checked, does not.
+	if dropSecrets(obj, e.agentKey) || hasDuplicateKey(raw) {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return "", err
+		}
+		metadata = string(b)
+	}
+	// Re-encoding may have lengthened it (escapes such as \u003c).
+	return metadata, e.checkMetadataSize(metadata)
+}
+
+// checkMetadataSize refuses metadata larger than MaxMetadataBytes.
+func (e *Engine) checkMetadataSize(metadata string) error {
+	if limit := e.cfg.MaxMetadataBytes; len(metadata) > limit {
+		return toolgate.Errorf(toolgate.EPayloadTooLarge,
+			"metadata is %d bytes of compact JSON; the limit is %d (--max-metadata-bytes)", len(metadata), limit).
+			WithDetails(map[string]any{"limit_bytes": limit, "size_bytes": len(metadata)})
+	}
+	return nil
 }
 
 // AuthorizeSession checks that token is the secret of session sid and
