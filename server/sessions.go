@@ -19,7 +19,7 @@ import (
 // sessionState is an open session as the engine keeps it in memory. Its
 // fields are guarded by the session table's lock (sessionTable).
 type sessionState struct {
-	row   store.SessionRow
+	row   sessionRow
 	tools map[string]*toolEntry
 
 	streams  int       // open SSE streams
@@ -38,9 +38,22 @@ type sessionState struct {
 	closing int
 }
 
+// sessionRow is what the engine keeps of a session's stored row: what it
+// decides with. What only replies show — the client's name, version and
+// platform, the metadata (up to MaxMetadataBytes each), the creation time —
+// stays in the store, and a reply reads it there (SessionView,
+// ListSessions), so that memory does not grow with what clients send.
+type sessionRow struct {
+	ID          string
+	TokenHash   string
+	AutoApprove bool
+}
+
+// newSessionState returns the in-memory state of an open session whose
+// row is stored; of the row it keeps only a sessionRow.
 func newSessionState(row store.SessionRow, now time.Time) *sessionState {
 	return &sessionState{
-		row:       row,
+		row:       sessionRow{ID: row.ID, TokenHash: row.TokenHash, AutoApprove: row.AutoApprove},
 		tools:     map[string]*toolEntry{},
 		lastSeen:  now,
 		lastSave:  now,
@@ -231,12 +244,9 @@ func closedWord(reason string) string {
 }
 
 // SessionView returns a session with its tools and whether it is online.
+// The row, with its metadata, is read from the store; presence and tools
+// from memory.
 func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error) {
-	now := e.now()
-	var v *toolgate.SessionView
-	if e.sessions.with(sid, func(s *sessionState) { v = e.viewLocked(s, now) }) {
-		return v, nil
-	}
 	row, err := e.st.GetSession(ctx, sid)
 	if err != nil {
 		return nil, err
@@ -244,16 +254,58 @@ func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.Session
 	if row == nil {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
 	}
+	now := e.now()
+	var v *toolgate.SessionView
+	if e.sessions.with(sid, func(s *sessionState) { v = e.viewLocked(row, s, now) }) {
+		return v, nil
+	}
 	return &toolgate.SessionView{Session: row.Session(), Tools: []toolgate.ToolInfo{}}, nil
 }
 
-// ListSessions lists the open sessions, newest first.
-func (e *Engine) ListSessions(ctx context.Context) ([]toolgate.SessionView, error) {
+// Session list pages: the default and the largest number of sessions.
+const (
+	defaultSessionPage = 100
+	maxSessionPage     = 500
+)
+
+// ListSessions returns a page of the open sessions, newest first, read
+// from the store (an index range: sessions_open), each with its presence
+// and tools from memory. q.Before is the next_before of the previous page.
+func (e *Engine) ListSessions(ctx context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error) {
+	if q.Before != "" {
+		if _, err := uuid.Parse(q.Before); err != nil {
+			return nil, toolgate.Errorf(toolgate.EBadRequest, "before must be a session id from next_before")
+		}
+	}
+	limit := pageSize(q.Limit, defaultSessionPage, maxSessionPage)
+	rows, err := e.st.OpenSessionsPage(ctx, q.Before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	list := &toolgate.SessionList{Sessions: make([]toolgate.SessionView, 0, min(len(rows), limit))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[limit-1].ID
+		list.NextBefore = &next
+	}
 	now := e.now()
-	out := []toolgate.SessionView{}
-	e.sessions.each(func(s *sessionState) { out = append(out, *e.viewLocked(s, now)) })
-	slices.SortFunc(out, func(a, b toolgate.SessionView) int { return -compareStrings(a.ID, b.ID) })
-	return out, nil
+	ids := make([]string, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+	}
+	// A session closed since the read is left out.
+	e.sessions.withEach(ids, func(i int, s *sessionState) {
+		list.Sessions = append(list.Sessions, *e.viewLocked(&rows[i], s, now))
+	})
+	return list, nil
+}
+
+// pageSize is a list's page size: limit within [1, most], def for none.
+func pageSize(limit, def, most int) int {
+	if limit <= 0 {
+		return def
+	}
+	return min(limit, most)
 }
 
 func compareStrings(a, b string) int {
@@ -266,8 +318,10 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-func (e *Engine) viewLocked(s *sessionState, now time.Time) *toolgate.SessionView {
-	sess := s.row.Session()
+// viewLocked is the view of open session s, whose stored row is row.
+func (e *Engine) viewLocked(row *store.SessionRow, s *sessionState, now time.Time) *toolgate.SessionView {
+	sess := row.Session()
+	sess.AutoApprove = s.row.AutoApprove
 	sess.LastSeenAt = toolgate.NewTime(s.lastSeen)
 	online := s.online(now, e.cfg.PollWait)
 	return &toolgate.SessionView{Session: sess, Online: online, Tools: e.toolInfosLocked(s, now)}

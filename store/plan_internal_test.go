@@ -66,3 +66,21 @@ func TestOpenCallQueriesUseCallsOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestListPagesAreIndexRanges: a page of GET /v1/sessions or GET
+// /api/tools reads a range of an index in the order it is listed — no
+// scan of the table, no sort of every row before the first is returned —
+// so its cost is the page's size, not the number of sessions or tools.
+func TestListPagesAreIndexRanges(t *testing.T) {
+	s := openTestStore(t)
+	for q, index := range map[string]string{
+		qOpenSessionsFirstPage: "SCAN sessions USING INDEX sessions_open",
+		qOpenSessionsPage:      "USING INDEX sessions_open (id<?)",
+		qToolsPage:             "USING INDEX sqlite_autoindex_tools_1 ((session_id,name)>(?,?))",
+	} {
+		plan := explain(t, s, q, true)
+		if !strings.Contains(plan, index) || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s\nis not a range of its index (%s):\n%s", q, index, plan)
+		}
+	}
+}

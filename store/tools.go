@@ -74,6 +74,11 @@ var (
 		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`
 	qDeleteTool   = query(`DELETE FROM tools WHERE session_id = ? AND name = ?`)
 	qSessionTools = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id = ? ORDER BY name`)
+
+	// A page of the tools of every session, by session id and name: a range
+	// of the tools table's primary key, (session_id, name) from the
+	// cursor on. A closed session has no tools (CloseSession deletes them).
+	qToolsPage = query(`SELECT ` + toolColumns + ` FROM tools WHERE (session_id, name) > (?, ?) ORDER BY session_id, name LIMIT ?`)
 )
 
 // UpsertTool registers a tool or replaces the session's tool of that name.
@@ -96,6 +101,15 @@ func (tx *Tx) DeleteTool(sessionID, name string) (bool, error) {
 func (tx *Tx) SessionTools(sessionID string) ([]ToolRow, error) {
 	var rows []ToolRow
 	err := tx.sel(&rows, qSessionTools, sessionID)
+	return rows, err
+}
+
+// ToolsPage lists up to limit tools, ordered by session id and name, those
+// after (afterSession, afterName): the last tool of the previous page is
+// the next page's cursor; empty strings start from the first.
+func (s *Store) ToolsPage(ctx context.Context, afterSession, afterName string, limit int) ([]ToolRow, error) {
+	var rows []ToolRow
+	err := s.sel(ctx, &rows, qToolsPage, afterSession, afterName, limit)
 	return rows, err
 }
 
