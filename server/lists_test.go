@@ -108,7 +108,8 @@ func (p toolPage) keys() []string {
 }
 
 // TestToolListIsPaged: GET /api/tools without session_id pages every
-// tool — built-in ones first by name, then by session id and name — limit
+// tool — built-in ones first by name, then the newest session's first,
+// each session's by name — limit
 // at a time, each once, with next_after; with session_id it gives all of
 // that session's tools and takes no paging.
 func TestToolListIsPaged(t *testing.T) {
@@ -131,7 +132,7 @@ func TestToolListIsPaged(t *testing.T) {
 	closed := g.newSession("closed")
 	g.register(closed, echoTool)
 	g.call("POST", "/v1/sessions/"+closed.ID+"/close", closed.Token, nil, 200, nil)
-	slices.SortFunc(sessions, func(a, b session) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(sessions, func(a, b session) int { return strings.Compare(b.ID, a.ID) }) // newest first
 	for _, s := range sessions {
 		want = append(want, s.ID+"/alpha", s.ID+"/echo")
 	}

@@ -39,10 +39,10 @@ func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo
 // ListToolsPage serves GET /api/tools. With q.SessionID, that session's
 // tools, all of them (at most MaxToolsPerSess), in one reply. Without, a
 // page of every tool the gateway knows: the built-in ones (by name), then
-// the tools of every open session (by session id, then name), read from
-// the store as a range of the tools' primary key, so that a page costs
-// its size however many sessions there are. q.After is the next_after of
-// the previous page.
+// the tools of every open session, newest session first and by name within
+// one, read from the store as index ranges, so that a page costs its size
+// however many sessions there are. q.After is the next_after of the
+// previous page.
 func (e *Engine) ListToolsPage(ctx context.Context, q toolgate.ToolQuery) (*toolgate.ToolList, error) {
 	if q.SessionID != "" {
 		if q.After != "" || q.Limit != 0 {
@@ -137,7 +137,7 @@ func remoteToolInfo(r *store.ToolRow) toolgate.ToolInfo {
 }
 
 // toolKey is a tool's place in GET /api/tools: its session id ("" for a
-// built-in tool, which sorts first) and its name. Its text form,
+// built-in tool, listed first) and its name. Its text form,
 // "<session id>/<name>", is the list's cursor (next_after).
 type toolKey struct {
 	sessionID string

@@ -76,7 +76,9 @@ func TestListPagesAreIndexRanges(t *testing.T) {
 	for q, index := range map[string]string{
 		qOpenSessionsFirstPage: "SCAN sessions USING INDEX sessions_open",
 		qOpenSessionsPage:      "USING INDEX sessions_open (id<?)",
-		qToolsPage:             "USING INDEX sqlite_autoindex_tools_1 ((session_id,name)>(?,?))",
+		qToolsFirstPage:        "SCAN tools USING INDEX tools_newest_first",
+		qToolsOfSessionAfter:   "(session_id=? AND name>?)", // of either index
+		qToolsOfSessionsBefore: "USING INDEX tools_newest_first (session_id<?)",
 	} {
 		plan := explain(t, s, q, true)
 		if !strings.Contains(plan, index) || strings.Contains(plan, "TEMP B-TREE") {
