@@ -114,3 +114,30 @@ type CallList struct {
 	Calls      []*Call `json:"calls"`
 	NextBefore *string `json:"next_before"`
 }
+
+// SessionQuery pages GET /v1/sessions.
+type SessionQuery struct {
+	Before string // a session id (next_before): only sessions created before it
+	Limit  int    // sessions per page; 0 means the default
+}
+
+// SessionList is the reply to GET /v1/sessions: a page of the open
+// sessions, newest first.
+type SessionList struct {
+	Sessions   []SessionView `json:"sessions"`
+	NextBefore *string       `json:"next_before"`
+}
+
+// ToolQuery selects and pages GET /api/tools.
+type ToolQuery struct {
+	SessionID string // only this session's tools, all of them, unpaged
+	After     string // a cursor (next_after): only the tools listed after it
+	Limit     int    // tools per page; 0 means the default
+}
+
+// ToolList is the reply to GET /api/tools: a page of the tools, built-in
+// ones first, then by session id and name.
+type ToolList struct {
+	Tools     []ToolInfo `json:"tools"`
+	NextAfter *string    `json:"next_after"`
+}

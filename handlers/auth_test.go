@@ -12,7 +12,9 @@ import (
 
 // openSessions lists one session, for the routes that need the agent key.
 var openSessions = fakeEngine{Sessions: &fakeSessions{
-	list: func() ([]toolgate.SessionView, error) { return []toolgate.SessionView{{Online: true}}, nil },
+	list: func(toolgate.SessionQuery) (*toolgate.SessionList, error) {
+		return &toolgate.SessionList{Sessions: []toolgate.SessionView{{Online: true}}}, nil
+	},
 	view: func(sid string) (*toolgate.SessionView, error) { return &toolgate.SessionView{Online: true}, nil },
 }}
 
@@ -38,7 +40,7 @@ func TestAuth(t *testing.T) {
 			status: 401, body: errorBody(toolgate.EUnauthenticated, agentRequired)},
 		{name: "bearer is case-blind and trimmed", engine: openSessions,
 			request: request{method: "GET", path: "/v1/sessions", headers: map[string]string{"Authorization": "bEARER   " + agentKey + " "}},
-			status:  200, body: `{"sessions":[{"session_id":"","client":{},"auto_approve":false,"created_at":"0001-01-01T00:00:00.000Z","last_seen_at":"0001-01-01T00:00:00.000Z","online":true,"tools":null}]}` + "\n"},
+			status:  200, body: `{"sessions":[{"session_id":"","client":{},"auto_approve":false,"created_at":"0001-01-01T00:00:00.000Z","last_seen_at":"0001-01-01T00:00:00.000Z","online":true,"tools":null}],"next_before":null}` + "\n"},
 
 		{name: "session route without a token", request: request{method: "POST", path: "/v1/sessions/s1/progress", body: "{}"},
 			status: 401, body: errorBody(toolgate.EUnauthenticated, "a session token is required")},

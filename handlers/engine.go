@@ -46,7 +46,8 @@ type Auth interface {
 type Sessions interface {
 	CreateSession(ctx context.Context, req toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error)
 	SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error)
-	ListSessions(ctx context.Context) ([]toolgate.SessionView, error)
+	// ListSessions returns a page of the open sessions, newest first.
+	ListSessions(ctx context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error)
 	CloseSession(ctx context.Context, sid string) error
 }
 
@@ -55,7 +56,8 @@ type Sessions interface {
 type Tools interface {
 	RegisterTools(ctx context.Context, sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error)
 	RemoveTool(ctx context.Context, sid, name string) error
-	ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error)
+	// ListToolsPage returns one session's tools, or a page of every tool.
+	ListToolsPage(ctx context.Context, q toolgate.ToolQuery) (*toolgate.ToolList, error)
 }
 
 // Delivery is what the event stream and the long-poll need: a session's

@@ -17,7 +17,7 @@ import (
 type fakeSessions struct {
 	create func(req toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error)
 	view   func(sid string) (*toolgate.SessionView, error)
-	list   func() ([]toolgate.SessionView, error)
+	list   func(q toolgate.SessionQuery) (*toolgate.SessionList, error)
 	close  func(sid string) error
 }
 
@@ -27,15 +27,15 @@ func (f *fakeSessions) CreateSession(_ context.Context, req toolgate.CreateSessi
 func (f *fakeSessions) SessionView(_ context.Context, sid string) (*toolgate.SessionView, error) {
 	return f.view(sid)
 }
-func (f *fakeSessions) ListSessions(context.Context) ([]toolgate.SessionView, error) {
-	return f.list()
+func (f *fakeSessions) ListSessions(_ context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error) {
+	return f.list(q)
 }
 func (f *fakeSessions) CloseSession(_ context.Context, sid string) error { return f.close(sid) }
 
 type fakeTools struct {
 	register func(sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error)
 	remove   func(sid, name string) error
-	list     func(sid string) ([]toolgate.ToolInfo, error)
+	list     func(q toolgate.ToolQuery) (*toolgate.ToolList, error)
 }
 
 func (f *fakeTools) RegisterTools(_ context.Context, sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error) {
@@ -44,8 +44,8 @@ func (f *fakeTools) RegisterTools(_ context.Context, sid string, req toolgate.Re
 func (f *fakeTools) RemoveTool(_ context.Context, sid, name string) error {
 	return f.remove(sid, name)
 }
-func (f *fakeTools) ListTools(_ context.Context, sid string) ([]toolgate.ToolInfo, error) {
-	return f.list(sid)
+func (f *fakeTools) ListToolsPage(_ context.Context, q toolgate.ToolQuery) (*toolgate.ToolList, error) {
+	return f.list(q)
 }
 
 type fakeAnswers struct {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -49,12 +50,32 @@ func (h *sessionHandlers) handleSessionClose(w http.ResponseWriter, r *http.Requ
 	WriteJSON(w, http.StatusOK, map[string]any{"type": "session_closed", "session_id": sid})
 }
 
-// handleSessionList serves GET /v1/sessions (agent key): open sessions.
+// handleSessionList serves GET /v1/sessions?limit=&before= (agent key): a
+// page of the open sessions, newest first, with next_before.
 func (h *sessionHandlers) handleSessionList(w http.ResponseWriter, r *http.Request) {
-	list, err := h.sessions.ListSessions(r.Context())
+	q := r.URL.Query()
+	limit, err := pageLimit(q.Get("limit"))
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"sessions": list})
+	list, err := h.sessions.ListSessions(r.Context(), toolgate.SessionQuery{Before: q.Get("before"), Limit: limit})
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, list)
+}
+
+// pageLimit reads a list's limit parameter: 0 when absent, else a
+// positive whole number (the engine caps it).
+func pageLimit(text string) (int, error) {
+	if text == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(text)
+	if err != nil || n < 1 {
+		return 0, toolgate.Errorf(toolgate.EBadRequest, "limit must be a positive whole number")
+	}
+	return n, nil
 }

@@ -60,12 +60,31 @@ func TestSessions(t *testing.T) {
 			request: request{method: "GET", path: "/v1/sessions/s9", headers: asAgent},
 			status:  404, body: errorBody(toolgate.ENotFound, "no session s9")},
 
-		{name: "list", engine: sessions(fakeSessions{list: func() ([]toolgate.SessionView, error) { return []toolgate.SessionView{aSession}, nil }}),
+		{name: "list", engine: sessions(fakeSessions{list: func(toolgate.SessionQuery) (*toolgate.SessionList, error) {
+			return &toolgate.SessionList{Sessions: []toolgate.SessionView{aSession}}, nil
+		}}),
 			request: request{method: "GET", path: "/v1/sessions", headers: asAgent},
-			status:  200, body: `{"sessions":[` + aSessionJSON + "]}\n"},
-		{name: "list none", engine: sessions(fakeSessions{list: func() ([]toolgate.SessionView, error) { return []toolgate.SessionView{}, nil }}),
+			status:  200, body: `{"sessions":[` + aSessionJSON + `],"next_before":null}` + "\n"},
+		{name: "list with a next page", engine: sessions(fakeSessions{list: func(toolgate.SessionQuery) (*toolgate.SessionList, error) {
+			next := "s1"
+			return &toolgate.SessionList{Sessions: []toolgate.SessionView{aSession}, NextBefore: &next}, nil
+		}}),
+			request: request{method: "GET", path: "/v1/sessions?limit=1", headers: asAgent},
+			status:  200, body: `{"sessions":[` + aSessionJSON + `],"next_before":"s1"}` + "\n"},
+		{name: "list none", engine: sessions(fakeSessions{list: func(toolgate.SessionQuery) (*toolgate.SessionList, error) {
+			return &toolgate.SessionList{Sessions: []toolgate.SessionView{}}, nil
+		}}),
 			request: request{method: "GET", path: "/v1/sessions", headers: asAgent},
-			status:  200, body: `{"sessions":[]}` + "\n"},
+			status:  200, body: `{"sessions":[],"next_before":null}` + "\n"},
+		{name: "list with a limit that is not a positive whole number",
+			request: request{method: "GET", path: "/v1/sessions?limit=0", headers: asAgent},
+			status:  400, body: errorBody(toolgate.EBadRequest, "limit must be a positive whole number")},
+		{name: "list with a cursor the engine refuses",
+			engine: sessions(fakeSessions{list: func(toolgate.SessionQuery) (*toolgate.SessionList, error) {
+				return nil, toolgate.Errorf(toolgate.EBadRequest, "before must be a session id from next_before")
+			}}),
+			request: request{method: "GET", path: "/v1/sessions?before=zz", headers: asAgent},
+			status:  400, body: errorBody(toolgate.EBadRequest, "before must be a session id from next_before")},
 
 		{name: "close", engine: closeOK,
 			request: request{method: "POST", path: "/v1/sessions/s1/close", headers: asSession("s1")},
@@ -85,12 +104,17 @@ func TestSessions(t *testing.T) {
 func TestSessionsReceive(t *testing.T) {
 	var requests received[toolgate.CreateSessionRequest]
 	var viewed, closed received[string]
+	var queries received[toolgate.SessionQuery]
 	ts := newTestServer(t, fakeEngine{Sessions: &fakeSessions{
 		create: func(req toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error) {
 			requests.put(req)
 			return created, nil
 		},
 		view: func(sid string) (*toolgate.SessionView, error) { viewed.put(sid); return &aSession, nil },
+		list: func(q toolgate.SessionQuery) (*toolgate.SessionList, error) {
+			queries.put(q)
+			return &toolgate.SessionList{}, nil
+		},
 		close: func(sid string) error {
 			closed.put(sid)
 			return nil
@@ -110,5 +134,14 @@ func TestSessionsReceive(t *testing.T) {
 	ts.call(t, request{method: "DELETE", path: "/v1/sessions/s8", headers: asSession("s8")})
 	if sid := closed.only(t); sid != "s8" {
 		t.Errorf("closed session %q, want s8", sid)
+	}
+	ts.call(t, request{method: "GET", path: "/v1/sessions?limit=7&before=s5", headers: asAgent})
+	if q := queries.only(t); q != (toolgate.SessionQuery{Before: "s5", Limit: 7}) {
+		t.Errorf("the list query is %+v", q)
+	}
+	queries = received[toolgate.SessionQuery]{}
+	ts.call(t, request{method: "GET", path: "/v1/sessions", headers: asAgent})
+	if q := queries.only(t); q != (toolgate.SessionQuery{}) {
+		t.Errorf("the list query without parameters is %+v", q)
 	}
 }

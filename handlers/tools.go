@@ -43,12 +43,19 @@ func (h *toolHandlers) handleToolDelete(w http.ResponseWriter, r *http.Request) 
 	WriteJSON(w, http.StatusOK, map[string]any{"type": "tool_removed", "name": name})
 }
 
-// handleToolsList serves GET /api/tools (agent key).
+// handleToolsList serves GET /api/tools?session_id=&limit=&after= (agent
+// key): one session's tools, or a page of every tool with next_after.
 func (h *toolHandlers) handleToolsList(w http.ResponseWriter, r *http.Request) {
-	tools, err := h.tools.ListTools(r.Context(), r.URL.Query().Get("session_id"))
+	q := r.URL.Query()
+	limit, err := pageLimit(q.Get("limit"))
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	list, err := h.tools.ListToolsPage(r.Context(), toolgate.ToolQuery{SessionID: q.Get("session_id"), After: q.Get("after"), Limit: limit})
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, list)
 }

@@ -42,15 +42,21 @@ func TestTools(t *testing.T) {
 			request: request{method: "DELETE", path: "/v1/sessions/s1/tools/echo", headers: session},
 			status:  404, body: errorBody(toolgate.EToolNotFound, "no tool echo")},
 
-		{name: "list", engine: tools(fakeTools{list: func(sid string) ([]toolgate.ToolInfo, error) { return aSession.Tools, nil }}),
+		{name: "list", engine: tools(fakeTools{list: func(toolgate.ToolQuery) (*toolgate.ToolList, error) {
+			next := "s1/echo"
+			return &toolgate.ToolList{Tools: aSession.Tools, NextAfter: &next}, nil
+		}}),
 			request: request{method: "GET", path: "/api/tools", headers: asAgent},
-			status:  200, body: `{"tools":[{"name":"echo","description":"says it back","source":{"kind":"remote","session_id":"s1"},"online":true}]}` + "\n"},
+			status:  200, body: `{"tools":[{"name":"echo","description":"says it back","source":{"kind":"remote","session_id":"s1"},"online":true}],"next_after":"s1/echo"}` + "\n"},
+		{name: "list with a limit that is not a whole number",
+			request: request{method: "GET", path: "/api/tools?limit=ten", headers: asAgent},
+			status:  400, body: errorBody(toolgate.EBadRequest, "limit must be a positive whole number")},
 		{name: "list needs the agent key",
 			request: request{method: "GET", path: "/api/tools", headers: session},
 			status:  401, body: errorBody(toolgate.EUnauthenticated, "invalid agent key")},
 		{name: "list of a session that is gone",
-			engine: tools(fakeTools{list: func(sid string) ([]toolgate.ToolInfo, error) {
-				return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
+			engine: tools(fakeTools{list: func(q toolgate.ToolQuery) (*toolgate.ToolList, error) {
+				return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", q.SessionID)
 			}}),
 			request: request{method: "GET", path: "/api/tools?session_id=s9", headers: asAgent},
 			status:  404, body: errorBody(toolgate.ENotFound, "no session s9")},
@@ -66,14 +72,17 @@ func TestToolsReceive(t *testing.T) {
 	}
 	var registrations received[registration]
 	var removed received[[2]string]
-	var listed received[string]
+	var listed received[toolgate.ToolQuery]
 	ts := newTestServer(t, fakeEngine{Tools: &fakeTools{
 		register: func(sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error) {
 			registrations.put(registration{sid, req})
 			return &toolgate.ToolsRegistered{}, nil
 		},
 		remove: func(sid, name string) error { removed.put([2]string{sid, name}); return nil },
-		list:   func(sid string) ([]toolgate.ToolInfo, error) { listed.put(sid); return nil, nil },
+		list: func(q toolgate.ToolQuery) (*toolgate.ToolList, error) {
+			listed.put(q)
+			return &toolgate.ToolList{}, nil
+		},
 	}}, nil, false)
 
 	ts.call(t, request{method: "POST", path: "/v1/sessions/s2/tools", headers: asSession("s2"),
@@ -93,10 +102,15 @@ func TestToolsReceive(t *testing.T) {
 	}
 
 	_, _, body := ts.call(t, request{method: "GET", path: "/api/tools?session_id=s3", headers: asAgent})
-	if sid := listed.only(t); sid != "s3" {
-		t.Errorf("listed the tools of %q, want s3", sid)
+	if q := listed.only(t); q != (toolgate.ToolQuery{SessionID: "s3"}) {
+		t.Errorf("the tool query is %+v, want the tools of s3", q)
 	}
-	if body != `{"tools":null}`+"\n" {
+	if body != `{"tools":null,"next_after":null}`+"\n" {
 		t.Errorf("an empty list is %s", body)
+	}
+	listed = received[toolgate.ToolQuery]{}
+	ts.call(t, request{method: "GET", path: "/api/tools?limit=20&after=s4%2Fecho", headers: asAgent})
+	if q := listed.only(t); q != (toolgate.ToolQuery{After: "s4/echo", Limit: 20}) {
+		t.Errorf("the tool query is %+v, want a page of 20 after s4/echo", q)
 	}
 }

@@ -78,6 +78,10 @@ type Config struct {
 	// ends timed_out.
 	ApprovalTimeout time.Duration
 
+	// MaxMetadataBytes bounds a session's metadata, as compact JSON: more
+	// is refused (413) when the session is created.
+	MaxMetadataBytes int
+
 	// The model the agent loop talks to, through any OpenAI-compatible
 	// chat-completions endpoint. With no LLMModel the runs API answers
 	// MODEL_NOT_CONFIGURED and everything else serves as usual.
@@ -115,6 +119,8 @@ func DefaultConfig() Config {
 		ApprovalTimeout: 15 * time.Minute,
 
 		MaxStreamSessions: 64,
+
+		MaxMetadataBytes: 4 << 10,
 	}
 }
 
@@ -152,6 +158,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxStreamSessions == 0 {
 		c.MaxStreamSessions = d.MaxStreamSessions
+	}
+	if c.MaxMetadataBytes == 0 {
+		c.MaxMetadataBytes = d.MaxMetadataBytes
 	}
 	return c
 }
@@ -191,6 +200,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxStreamSessions < 1 {
 		errs = append(errs, errors.New("max stream sessions must be at least 1"))
+	}
+	if c.MaxMetadataBytes < 2 {
+		errs = append(errs, fmt.Errorf("max metadata bytes %d is below 2 (the size of {})", c.MaxMetadataBytes))
 	}
 	switch {
 	case c.TLSCert != "" && c.TLSKey == "":

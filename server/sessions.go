@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -18,7 +19,7 @@ import (
 // sessionState is an open session as the engine keeps it in memory. Its
 // fields are guarded by the session table's lock (sessionTable).
 type sessionState struct {
-	row   store.SessionRow
+	row   sessionRow
 	tools map[string]*toolEntry
 
 	streams  int       // open SSE streams
@@ -37,9 +38,22 @@ type sessionState struct {
 	closing int
 }
 
+// sessionRow is what the engine keeps of a session's stored row: what it
+// decides with. What only replies show — the client's name, version and
+// platform, the metadata (up to MaxMetadataBytes each), the creation time —
+// stays in the store, and a reply reads it there (SessionView,
+// ListSessions), so that memory does not grow with what clients send.
+type sessionRow struct {
+	ID          string
+	TokenHash   string
+	AutoApprove bool
+}
+
+// newSessionState returns the in-memory state of an open session whose
+// row is stored; of the row it keeps only a sessionRow.
 func newSessionState(row store.SessionRow, now time.Time) *sessionState {
 	return &sessionState{
-		row:       row,
+		row:       sessionRow{ID: row.ID, TokenHash: row.TokenHash, AutoApprove: row.AutoApprove},
 		tools:     map[string]*toolEntry{},
 		lastSeen:  now,
 		lastSave:  now,
@@ -111,25 +125,9 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 	if len(req.Client.Name) > 200 || len(req.Client.Version) > 200 {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.name and client.version are limited to 200 characters")
 	}
-	metadata := "{}"
-	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
-		var obj map[string]any
-		dec := json.NewDecoder(bytes.NewReader(req.Metadata))
-		dec.UseNumber() // numbers re-encoded as they came
-		if err := dec.Decode(&obj); err != nil {
-			return nil, toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
-		}
-		metadata = compactJSON(req.Metadata)
-		// The text is kept as given only when it says what obj says: a
-		// member named twice decodes to its last value, so the text could
-		// hold a secret that obj, once checked, does not.
-		if dropSecrets(obj, e.agentKey) || hasDuplicateKey(req.Metadata) {
-			b, err := json.Marshal(obj)
-			if err != nil {
-				return nil, err
-			}
-			metadata = string(b)
-		}
+	metadata, err := e.checkMetadata(req.Metadata)
+	if err != nil {
+		return nil, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -159,6 +157,54 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 		PollWaitMS:       e.cfg.PollWait.Milliseconds(),
 		DefaultTimeoutMS: e.cfg.DefaultTimeout.Milliseconds(),
 	}, nil
+}
+
+// checkMetadata returns the text a session's metadata is stored as: the
+// object compacted, or re-encoded without the agent key (see dropSecrets)
+// or a member named twice; "{}" for none. It refuses metadata that is not
+// a JSON object in valid UTF-8 (400), or that is larger than
+// MaxMetadataBytes as stored (413).
+func (e *Engine) checkMetadata(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}", nil
+	}
+	// Decoding reads an invalid byte as U+FFFD while the text kept would
+	// hold the byte: what was checked would not be what is stored.
+	if !utf8.Valid(raw) {
+		return "", toolgate.Errorf(toolgate.EBadRequest, "metadata must be valid UTF-8")
+	}
+	metadata := compactJSON(raw)
+	if err := e.checkMetadataSize(metadata); err != nil {
+		return "", err // before decoding: no work spent on what is refused
+	}
+	var obj map[string]any
+	dec := json.NewDecoder(strings.NewReader(metadata))
+	dec.UseNumber() // numbers re-encoded as they came
+	if err := dec.Decode(&obj); err != nil {
+		return "", toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
+	}
+	// The text is kept as given only when it says what obj says: a
+	// member named twice decodes to its last value, so the text could
+	// hold a secret that obj, once checked, does not.
+	if dropSecrets(obj, e.agentKey) || hasDuplicateKey(raw) {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return "", err
+		}
+		metadata = string(b)
+	}
+	// Re-encoding may have lengthened it (escapes such as \u003c).
+	return metadata, e.checkMetadataSize(metadata)
+}
+
+// checkMetadataSize refuses metadata larger than MaxMetadataBytes.
+func (e *Engine) checkMetadataSize(metadata string) error {
+	if limit := e.cfg.MaxMetadataBytes; len(metadata) > limit {
+		return toolgate.Errorf(toolgate.EPayloadTooLarge,
+			"metadata is %d bytes of compact JSON; the limit is %d (--max-metadata-bytes)", len(metadata), limit).
+			WithDetails(map[string]any{"limit_bytes": limit, "size_bytes": len(metadata)})
+	}
+	return nil
 }
 
 // AuthorizeSession checks that token is the secret of session sid and
@@ -198,12 +244,9 @@ func closedWord(reason string) string {
 }
 
 // SessionView returns a session with its tools and whether it is online.
+// The row, with its metadata, is read from the store; presence and tools
+// from memory.
 func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error) {
-	now := e.now()
-	var v *toolgate.SessionView
-	if e.sessions.with(sid, func(s *sessionState) { v = e.viewLocked(s, now) }) {
-		return v, nil
-	}
 	row, err := e.st.GetSession(ctx, sid)
 	if err != nil {
 		return nil, err
@@ -211,16 +254,58 @@ func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.Session
 	if row == nil {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
 	}
+	now := e.now()
+	var v *toolgate.SessionView
+	if e.sessions.with(sid, func(s *sessionState) { v = e.viewLocked(row, s, now) }) {
+		return v, nil
+	}
 	return &toolgate.SessionView{Session: row.Session(), Tools: []toolgate.ToolInfo{}}, nil
 }
 
-// ListSessions lists the open sessions, newest first.
-func (e *Engine) ListSessions(ctx context.Context) ([]toolgate.SessionView, error) {
+// Session list pages: the default and the largest number of sessions.
+const (
+	defaultSessionPage = 100
+	maxSessionPage     = 500
+)
+
+// ListSessions returns a page of the open sessions, newest first, read
+// from the store (an index range: sessions_open), each with its presence
+// and tools from memory. q.Before is the next_before of the previous page.
+func (e *Engine) ListSessions(ctx context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error) {
+	if q.Before != "" {
+		if _, err := uuid.Parse(q.Before); err != nil {
+			return nil, toolgate.Errorf(toolgate.EBadRequest, "before must be a session id from next_before")
+		}
+	}
+	limit := pageSize(q.Limit, defaultSessionPage, maxSessionPage)
+	rows, err := e.st.OpenSessionsPage(ctx, q.Before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	list := &toolgate.SessionList{Sessions: make([]toolgate.SessionView, 0, min(len(rows), limit))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[limit-1].ID
+		list.NextBefore = &next
+	}
 	now := e.now()
-	out := []toolgate.SessionView{}
-	e.sessions.each(func(s *sessionState) { out = append(out, *e.viewLocked(s, now)) })
-	slices.SortFunc(out, func(a, b toolgate.SessionView) int { return -compareStrings(a.ID, b.ID) })
-	return out, nil
+	ids := make([]string, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+	}
+	// A session closed since the read is left out.
+	e.sessions.withEach(ids, func(i int, s *sessionState) {
+		list.Sessions = append(list.Sessions, *e.viewLocked(&rows[i], s, now))
+	})
+	return list, nil
+}
+
+// pageSize is a list's page size: limit within [1, most], def for none.
+func pageSize(limit, def, most int) int {
+	if limit <= 0 {
+		return def
+	}
+	return min(limit, most)
 }
 
 func compareStrings(a, b string) int {
@@ -233,8 +318,10 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-func (e *Engine) viewLocked(s *sessionState, now time.Time) *toolgate.SessionView {
-	sess := s.row.Session()
+// viewLocked is the view of open session s, whose stored row is row.
+func (e *Engine) viewLocked(row *store.SessionRow, s *sessionState, now time.Time) *toolgate.SessionView {
+	sess := row.Session()
+	sess.AutoApprove = s.row.AutoApprove
 	sess.LastSeenAt = toolgate.NewTime(s.lastSeen)
 	online := s.online(now, e.cfg.PollWait)
 	return &toolgate.SessionView{Session: sess, Online: online, Tools: e.toolInfosLocked(s, now)}

@@ -13,7 +13,7 @@ import "sync"
 //     (sessionState.closing).
 //   - mu guards the maps and every field of every sessionState in them:
 //     a session's fields are read and changed only inside the functions
-//     handed to with, withToken, each and locked.
+//     handed to with, withToken, withEach, each and locked.
 //
 // The functions handed in run with the lock held: they must not block or
 // call back into the table.
@@ -76,6 +76,18 @@ func (t *sessionTable) find(in map[string]*sessionState, key string, fn func(s *
 	}
 	fn(s)
 	return true
+}
+
+// withEach runs fn on each of the sessions ids that is open, in the order
+// of ids, under one hold of the lock; i is the session's index in ids.
+func (t *sessionTable) withEach(ids []string, fn func(i int, s *sessionState)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, id := range ids {
+		if s := t.byID[id]; s != nil {
+			fn(i, s)
+		}
+	}
 }
 
 // each runs fn on every open session, in no particular order.

@@ -233,48 +233,6 @@ func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
 	return nil
 }
 
-// ListTools lists every tool the gateway knows, built-in and remote, or
-// the tools of one session when sid is set.
-func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error) {
-	now := e.now()
-	var out []toolgate.ToolInfo
-	if sid == "" && e.builtins != nil {
-		out = append(out, e.builtins.List()...)
-	}
-	if sid != "" {
-		var tools []toolgate.ToolInfo
-		if e.sessions.with(sid, func(s *sessionState) { tools = e.toolInfosLocked(s, now) }) {
-			return tools, nil
-		}
-		// A closed or expired session has no tools; an unknown one is not found.
-		row, err := e.st.GetSession(ctx, sid)
-		if err != nil {
-			return nil, err
-		}
-		if row == nil {
-			return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
-		}
-		return []toolgate.ToolInfo{}, nil
-	}
-	var remote [][]toolgate.ToolInfo // each session's, sorted by name
-	e.sessions.each(func(s *sessionState) {
-		if len(s.tools) > 0 {
-			remote = append(remote, e.toolInfosLocked(s, now))
-		}
-	})
-	// By session id, as each's order is none.
-	slices.SortFunc(remote, func(a, b []toolgate.ToolInfo) int {
-		return compareStrings(a[0].Source.SessionID, b[0].Source.SessionID)
-	})
-	for _, tools := range remote {
-		out = append(out, tools...)
-	}
-	if out == nil {
-		out = []toolgate.ToolInfo{}
-	}
-	return out, nil
-}
-
 // toolInfosLocked lists one session's tools, sorted by name. A tool is
 // shown online while its session is reachable (online, or within grace).
 func (e *Engine) toolInfosLocked(s *sessionState, now time.Time) []toolgate.ToolInfo {

@@ -66,3 +66,23 @@ func TestOpenCallQueriesUseCallsOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestListPagesAreIndexRanges: a page of GET /v1/sessions or GET
+// /api/tools reads a range of an index in the order it is listed — no
+// scan of the table, no sort of every row before the first is returned —
+// so its cost is the page's size, not the number of sessions or tools.
+func TestListPagesAreIndexRanges(t *testing.T) {
+	s := openTestStore(t)
+	for q, index := range map[string]string{
+		qOpenSessionsFirstPage: "SCAN sessions USING INDEX sessions_open",
+		qOpenSessionsPage:      "USING INDEX sessions_open (id<?)",
+		qToolsFirstPage:        "SCAN tools USING INDEX tools_newest_first",
+		qToolsOfSessionAfter:   "(session_id=? AND name>?)", // of either index
+		qToolsOfSessionsBefore: "USING INDEX tools_newest_first (session_id<?)",
+	} {
+		plan := explain(t, s, q, true)
+		if !strings.Contains(plan, index) || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s\nis not a range of its index (%s):\n%s", q, index, plan)
+		}
+	}
+}

@@ -56,6 +56,12 @@ var (
 	qGetSession     = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`)
 	qOpenSessions   = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE closed_at IS NULL`)
 	qSessionByToken = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE token_hash = ?`)
+
+	// A page of open sessions, newest first: a range of the partial index
+	// sessions_open (migration 0006), whose condition the WHERE clause
+	// repeats. The first page has no cursor.
+	qOpenSessionsFirstPage = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE closed_at IS NULL ORDER BY id DESC LIMIT ?`)
+	qOpenSessionsPage      = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE closed_at IS NULL AND id < ? ORDER BY id DESC LIMIT ?`)
 )
 
 // InsertSession stores a new session.
@@ -112,6 +118,21 @@ func (s *Store) GetSession(ctx context.Context, id string) (*SessionRow, error) 
 func (s *Store) OpenSessions(ctx context.Context) ([]SessionRow, error) {
 	var rows []SessionRow
 	err := s.sel(ctx, &rows, qOpenSessions)
+	return rows, err
+}
+
+// OpenSessionsPage lists up to limit open sessions, newest first (ids are
+// UUIDv7, in creation order), those with an id below before when it is
+// set: the id of the last session of the previous page is the next page's
+// cursor.
+func (s *Store) OpenSessionsPage(ctx context.Context, before string, limit int) ([]SessionRow, error) {
+	var rows []SessionRow
+	var err error
+	if before == "" {
+		err = s.sel(ctx, &rows, qOpenSessionsFirstPage, limit)
+	} else {
+		err = s.sel(ctx, &rows, qOpenSessionsPage, before, limit)
+	}
 	return rows, err
 }
 

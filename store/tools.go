@@ -74,6 +74,15 @@ var (
 		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`
 	qDeleteTool   = query(`DELETE FROM tools WHERE session_id = ? AND name = ?`)
 	qSessionTools = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id = ? ORDER BY name`)
+
+	// A page of the tools of every session, newest session first (ids are
+	// UUIDv7), by name within one: the rest of the cursor's session, a
+	// range of the primary key, then the sessions before it, a range of
+	// tools_newest_first (migration 0006). A closed session has no tools
+	// (CloseSession deletes them).
+	qToolsFirstPage        = query(`SELECT ` + toolColumns + ` FROM tools ORDER BY session_id DESC, name LIMIT ?`)
+	qToolsOfSessionAfter   = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id = ? AND name > ? ORDER BY name LIMIT ?`)
+	qToolsOfSessionsBefore = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id < ? ORDER BY session_id DESC, name LIMIT ?`)
 )
 
 // UpsertTool registers a tool or replaces the session's tool of that name.
@@ -97,6 +106,27 @@ func (tx *Tx) SessionTools(sessionID string) ([]ToolRow, error) {
 	var rows []ToolRow
 	err := tx.sel(&rows, qSessionTools, sessionID)
 	return rows, err
+}
+
+// ToolsPage lists up to limit tools, newest session first and by name
+// within one, those after the tool (afterSession, afterName): the last
+// tool of the previous page is the next page's cursor; afterSession ""
+// starts from the first.
+func (s *Store) ToolsPage(ctx context.Context, afterSession, afterName string, limit int) ([]ToolRow, error) {
+	var rows []ToolRow
+	if afterSession == "" {
+		err := s.sel(ctx, &rows, qToolsFirstPage, limit)
+		return rows, err
+	}
+	if err := s.sel(ctx, &rows, qToolsOfSessionAfter, afterSession, afterName, limit); err != nil {
+		return nil, err
+	}
+	if len(rows) == limit {
+		return rows, nil
+	}
+	var more []ToolRow
+	err := s.sel(ctx, &more, qToolsOfSessionsBefore, afterSession, limit-len(rows))
+	return append(rows, more...), err
 }
 
 // ListTools lists the tools of every open session, or of one when

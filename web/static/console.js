@@ -1,7 +1,8 @@
 // The operator console: with the agent key (from the link `toolgate serve`
-// prints, `#agent_key=...`, kept in sessionStorage) it lists every tool of
-// every session, calls one with arguments checked against its schema, and
-// hosts the history, approvals and chat panels (console-calls.js, chat.js).
+// prints, `#agent_key=...`, kept in sessionStorage) it lists the tools of
+// every session a page at a time, calls one with arguments checked against
+// its schema, and hosts the history, approvals and chat panels
+// (console-calls.js, chat.js).
 
 import { requestJSON } from "./toolgate-http.js";
 import { validate, skeleton } from "./schema.js";
@@ -11,6 +12,10 @@ import { startChat } from "./chat.js";
 
 const KEY_STORAGE = "toolgate:agent_key";
 const REFRESH_MS = 4000;
+/** Tools per page of the tools table (GET /api/tools pages by `limit` and `after`). */
+const TOOL_PAGE = 100;
+/** Sessions read for the tools' labels: the newest page of GET /v1/sessions. */
+const SESSION_PAGE = 100;
 
 /** Reads the agent key from the URL fragment (then removes it from the address bar) or from storage. */
 function takeAgentKey() {
@@ -39,7 +44,10 @@ export function startConsole({ client }) {
   /** Calls the caller API with the agent key. */
   const api = (path, opts = {}) => requestJSON(fetch, `${location.origin}${path}`, { ...opts, token: key });
 
-  const state = { tools: [], sessions: new Map() };
+  // toolCursors: the `after` of each tools page from the first to the one
+  // shown ("" for the first); nextTools: the next page's, or null.
+  const state = { tools: [], sessions: new Map(), moreSessions: false, toolCursors: [""], nextTools: null };
+  const pager = toolPager(state, () => refresh());
 
   function signedOut(message) {
     clearInterval(timer);
@@ -54,10 +62,19 @@ export function startConsole({ client }) {
   async function refresh() {
     if (document.hidden || !key) return;
     try {
-      const [tools, sessions] = await Promise.all([api("/api/tools"), api("/v1/sessions").catch(() => null)]);
+      const after = state.toolCursors.at(-1);
+      const query = new URLSearchParams({ limit: String(TOOL_PAGE) });
+      if (after) query.set("after", after);
+      const [tools, sessions] = await Promise.all([
+        api(`/api/tools?${query}`),
+        api(`/v1/sessions?limit=${SESSION_PAGE}`).catch(() => null),
+      ]);
       state.tools = Array.isArray(tools?.tools) ? tools.tools : [];
+      state.nextTools = tools?.next_after ?? null;
       state.sessions = new Map((sessions?.sessions ?? []).map((s) => [s.session_id ?? s.id, s]));
+      state.moreSessions = Boolean(sessions?.next_before);
       renderTools(state, client);
+      pager.show();
       fillToolSelect(state);
       showError($('[data-role="tools-error"]'), "");
       await panels?.refresh(state);
@@ -90,6 +107,7 @@ export function startConsole({ client }) {
     signedIn();
   });
   $("#sign-out").addEventListener("click", () => signedOut(""));
+
   document.addEventListener("visibilitychange", () => key && !document.hidden && refresh());
 
   setupCallForm(api, state);
@@ -130,7 +148,39 @@ function renderTools(state, client) {
     }),
   );
   const online = rows.filter((t) => t.online).length;
-  $('[data-role="tools-summary"]').textContent = `${rows.length} tools, ${online} online`;
+  const paged = state.nextTools || state.toolCursors.length > 1;
+  const page = paged ? ` (page ${state.toolCursors.length}${state.nextTools ? ", more on the next" : ", the last"})` : "";
+  const sessions = `${state.sessions.size}${state.moreSessions ? "+" : ""} sessions`;
+  $('[data-role="tools-summary"]').textContent = `${rows.length} tools, ${online} online${page} · ${sessions}`;
+}
+
+/**
+ * The tools table's paging buttons, added under the table: "Next tools"
+ * while there is a next page, "First tools" once past the first. A click
+ * moves `state.toolCursors` and calls reload; `show()` updates the buttons
+ * after a load.
+ */
+function toolPager(state, reload) {
+  const next = el("button", { type: "button", class: "secondary", dataset: { role: "tools-next" } }, "Next tools");
+  const first = el("button", { type: "button", class: "secondary", dataset: { role: "tools-first" } }, "First tools");
+  const row = el("div", { class: "row end", dataset: { testid: "tools-pager" }, hidden: true }, [first, next]);
+  $('[data-testid="tools-table"]').closest(".card").append(row);
+  next.addEventListener("click", () => {
+    if (!state.nextTools) return;
+    state.toolCursors = [...state.toolCursors, state.nextTools];
+    reload();
+  });
+  first.addEventListener("click", () => {
+    state.toolCursors = [""];
+    reload();
+  });
+  return {
+    show() {
+      next.hidden = !state.nextTools;
+      first.hidden = state.toolCursors.length <= 1;
+      row.hidden = next.hidden && first.hidden;
+    },
+  };
 }
 
 function fillToolSelect(state) {

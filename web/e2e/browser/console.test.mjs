@@ -77,6 +77,35 @@ test("the console lists tools, calls one from the form after checking its argume
   await keepScreenshot(page, "page-with-console");
 });
 
+test("the console pages the tools: a next page, and back to the first", async () => {
+  // One session with more tools than a page holds (100).
+  const { status, body: created } = await gw.api("/v1/sessions", { method: "POST", body: { client: { name: "many-tools" } } });
+  assert.equal(status, 201, JSON.stringify(created));
+  const tools = Array.from({ length: 130 }, (_, i) => ({ name: `t${String(i).padStart(3, "0")}`, description: "one of many", parameters: { type: "object" } }));
+  const registered = await gw.api(`/v1/sessions/${created.session_id}/tools`, {
+    method: "POST",
+    body: { type: "register_tools", tools },
+    headers: { Authorization: `Bearer ${created.token}` },
+  });
+  assert.equal(registered.status, 200, JSON.stringify(registered.body));
+
+  await openConsole();
+  const summary = page.locator('[data-role="tools-summary"]');
+  await summary.filter({ hasText: "more on the next" }).waitFor({ timeout: 10000 });
+  assert.equal(await page.locator('[data-testid="tools-table"] tbody tr').count(), 100);
+  const pager = page.locator('[data-testid="tools-pager"]');
+  await pager.locator('[data-role="tools-next"]').click();
+  await summary.filter({ hasText: "page 2" }).waitFor({ timeout: 10000 });
+  const rows = page.locator('[data-testid="tools-table"] tbody tr');
+  await page.locator(`[data-testid="tools-table"] tr[data-tool="t129"][data-session-id="${created.session_id}"]`).waitFor({ timeout: 10000 });
+  assert.ok((await rows.count()) <= 100, `page 2 has ${await rows.count()} rows`);
+  await pager.locator('[data-role="tools-first"]').click();
+  await summary.filter({ hasText: "page 1" }).waitFor({ timeout: 10000 });
+  await page.locator('[data-testid="tools-table"] tr[data-tool="ask_user"]').first().waitFor({ timeout: 10000 });
+
+  await gw.api(`/v1/sessions/${created.session_id}`, { method: "DELETE" });
+});
+
 test("the chat shows the gateway's error when no model is configured", async () => {
   await openConsole();
   consoleWatch.allow(/Failed to load resource.*\/v1\/runs|status of (4|5)\d\d/);
