@@ -91,6 +91,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.integer(&maxBody, "max-body", "TOOLGATE_MAX_BODY", cfg.MaxBodyBytes, "request body limit in bytes")
 	f.integer(&maxTools, "max-tools", "TOOLGATE_MAX_TOOLS", int64(cfg.MaxToolsPerSess), "tools one session may hold")
 	f.integer(&maxStreamSessions, "max-stream-sessions", "TOOLGATE_MAX_STREAM_SESSIONS", int64(cfg.MaxStreamSessions), "sessions one multi-session stream or poll may carry")
+	abuseLimits := addAbuseLimitFlags(f, cfg) // serve_limits.go
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -103,6 +104,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg.MaxBodyBytes = maxBody
 	cfg.MaxToolsPerSess = int(maxTools)
 	cfg.MaxStreamSessions = int(maxStreamSessions)
+	abuseLimits.apply(&cfg)
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
