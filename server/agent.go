@@ -83,14 +83,13 @@ func (a *Agent) resume(ctx context.Context) error {
 		return nil
 	}
 	for _, id := range ids {
-		run, err := a.Runner.Store.LoadRun(ctx, id)
-		if err != nil {
-			return fmt.Errorf("resume run %s: %w", id, err)
+		// A run a session's token started takes its slot again.
+		startedBy := ""
+		if run, err := a.Runner.Store.LoadRun(ctx, id); err == nil && run.StartedBySession != "" {
+			startedBy = run.StartedBySession
+			a.limits.resumed(startedBy)
 		}
-		if run.StartedBySession != "" {
-			a.limits.resumed(run.StartedBySession)
-		}
-		a.launch(id, run.StartedBySession)
+		a.launch(id, startedBy)
 	}
 	if len(ids) > 0 {
 		a.log.Info("runs resumed", "runs", len(ids))
@@ -99,9 +98,10 @@ func (a *Agent) resume(ctx context.Context) error {
 }
 
 // launch drives a stored run in the background, until it ends or the
-// engine closes; then the slot of startedBy (the session whose token
-// started it; "" for the agent key) is given back, before the run's feed
-// ends, so that whoever sees the end may start the next run at once.
+// engine closes. The slot of startedBy (the session whose token started
+// it; "" for the agent key) is given back before the run's end is told
+// (its run_finished or run_failed event, the end of its feed), so that
+// whoever sees the end may start the next run at once.
 func (a *Agent) launch(id, startedBy string) *runFeed {
 	feed := newRunFeed()
 	a.mu.Lock()
@@ -110,10 +110,18 @@ func (a *Agent) launch(id, startedBy string) *runFeed {
 	a.runs.Add(1)
 	go func() {
 		defer a.runs.Done()
-		a.Runner.Drive(a.e.life, id, feed.emit)
-		if startedBy != "" {
-			a.limits.done(startedBy)
-		}
+		release := sync.OnceFunc(func() {
+			if startedBy != "" {
+				a.limits.done(startedBy)
+			}
+		})
+		a.Runner.Drive(a.e.life, id, func(ev agentloop.Event) {
+			if ev.Type == agentloop.EventRunFinished || ev.Type == agentloop.EventRunFailed {
+				release()
+			}
+			feed.emit(ev)
+		})
+		release()
 		feed.end()
 		a.mu.Lock()
 		delete(a.feeds, id)

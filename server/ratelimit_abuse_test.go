@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/server"
 )
 
@@ -89,10 +91,7 @@ func TestRunsInProgressPerSession(t *testing.T) {
 	}
 
 	close(gates["a"])
-	first.untilRunEvent("run_finished")
-	if !first.ended() {
-		t.Fatal("the first run's stream did not end")
-	}
+	first.untilRunEvent("run_finished") // its slot is free once its end is told
 	if status, _, body := g.postForRetry(runs, s.Token, map[string]any{"input": "c", "wait": false}); status != 202 {
 		t.Fatalf("a run after one ended: %d %s", status, body)
 	}
@@ -182,4 +181,35 @@ func TestOpenCallsCountedAfterRestart(t *testing.T) {
 		t.Fatalf("answer after the restart: %d", status)
 	}
 	g.startCall(s, "echo", args, 0)
+}
+
+// TestResumedRunsCountAfterRestart: a run a session's token started, left
+// running by a stopped gateway, holds its slot in the next one, which
+// goes on with it; its end frees the slot.
+func TestResumedRunsCountAfterRestart(t *testing.T) {
+	m, gates := gatedModel(t, "a")
+	cfg := server.ConfigForTest(t)
+	cfg.LLMBaseURL, cfg.LLMModel, cfg.MaxRunsPerSession = m.URL, "fake-model", 1
+	srv, stop := server.StartForTest(t, cfg)
+	g := &gateway{t: t, URL: srv.URL(), Server: srv, DBPath: cfg.DBPath}
+	s := g.newSession("chat")
+	runs := "/v1/sessions/" + s.ID + "/runs"
+	var run runRecord
+	g.call("POST", runs, s.Token, map[string]any{"input": "a", "wait": false}, 202, &run)
+	stop() // the run stays running in the store
+
+	srv, _ = server.StartForTest(t, cfg)
+	g = &gateway{t: t, URL: srv.URL(), Server: srv, DBPath: cfg.DBPath}
+	status, retry, body := g.postForRetry(runs, s.Token, map[string]any{"input": "b", "wait": false})
+	if status != 429 || retry != "5" {
+		t.Fatalf("a second run beside the resumed one: %d, Retry-After %q, %s; want 429", status, retry, body)
+	}
+	close(gates["a"]) // the resumed run ends; a refused start changes nothing, so ask until one is let in
+	testwait.Until(t, 10*time.Second, "a run accepted after the resumed one ended", func() bool {
+		status, _, _ := g.postForRetry(runs, s.Token, map[string]any{"input": "b", "wait": false})
+		return status == 202
+	})
+	if got := g.getRun(run.ID); got.Status != "finished" {
+		t.Fatalf("the resumed run: %s, want finished", got.Status)
+	}
 }
