@@ -135,6 +135,9 @@ type Options struct {
 	// MaxStreamSessions bounds the sessions of one multi-session stream
 	// or poll (POST /v1/streams, POST /v1/poll); 0 means 64.
 	MaxStreamSessions int
+	// SessionLimit bounds the sessions one client address may create;
+	// its zero value limits nothing.
+	SessionLimit SessionLimit
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)

@@ -99,7 +99,7 @@ func New(opts Options) *API {
 	}
 
 	// Client API.
-	r.With(a.requireClientKey).Post("/v1/sessions", sessions.handleSessionCreate)
+	r.With(a.requireClientKey, limitSessionCreation(opts.SessionLimit, a.auth)).Post("/v1/sessions", sessions.handleSessionCreate)
 	r.Route("/v1/sessions/{sid}", func(r chi.Router) {
 		r.Group(func(r chi.Router) {
 			r.Use(a.requireSessionOrAgent)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -23,8 +24,9 @@ type Agent struct {
 	Registry *agentloop.Registry
 	Runner   *agentloop.Runner
 
-	e   *Engine
-	log *slog.Logger
+	e      *Engine
+	log    *slog.Logger
+	limits *runLimits // runs started with a session's token
 
 	mu    sync.Mutex
 	feeds map[string]*runFeed // runs going on, by id
@@ -60,6 +62,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.st, now: e.now}, Log: log},
 		e:        e,
 		log:      log,
+		limits:   newRunLimits(cfg),
 		feeds:    map[string]*runFeed{},
 	}, nil
 }
@@ -80,7 +83,13 @@ func (a *Agent) resume(ctx context.Context) error {
 		return nil
 	}
 	for _, id := range ids {
-		a.launch(id)
+		// A run a session's token started takes its slot again.
+		startedBy := ""
+		if run, err := a.Runner.Store.LoadRun(ctx, id); err == nil && run.StartedBySession != "" {
+			startedBy = run.StartedBySession
+			a.limits.resumed(startedBy)
+		}
+		a.launch(id, startedBy)
 	}
 	if len(ids) > 0 {
 		a.log.Info("runs resumed", "runs", len(ids))
@@ -89,8 +98,11 @@ func (a *Agent) resume(ctx context.Context) error {
 }
 
 // launch drives a stored run in the background, until it ends or the
-// engine closes.
-func (a *Agent) launch(id string) *runFeed {
+// engine closes. The slot of startedBy (the session whose token started
+// it; "" for the agent key) is given back before the run's end is told
+// (its run_finished or run_failed event, the end of its feed), so that
+// whoever sees the end may start the next run at once.
+func (a *Agent) launch(id, startedBy string) *runFeed {
 	feed := newRunFeed()
 	a.mu.Lock()
 	a.feeds[id] = feed
@@ -98,7 +110,18 @@ func (a *Agent) launch(id string) *runFeed {
 	a.runs.Add(1)
 	go func() {
 		defer a.runs.Done()
-		a.Runner.Drive(a.e.life, id, feed.emit)
+		release := sync.OnceFunc(func() {
+			if startedBy != "" {
+				a.limits.done(startedBy)
+			}
+		})
+		a.Runner.Drive(a.e.life, id, func(ev agentloop.Event) {
+			if ev.Type == agentloop.EventRunFinished || ev.Type == agentloop.EventRunFailed {
+				release()
+			}
+			feed.emit(ev)
+		})
+		release()
 		feed.end()
 		a.mu.Lock()
 		delete(a.feeds, id)
@@ -134,18 +157,33 @@ func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, startedBy
 			return "", nil, a.e.missingSession(ctx, req.SessionID)
 		}
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return "", nil, err
+	// A session's token is bounded in the runs it has in progress and
+	// their pace (runlimits.go); the agent key is not.
+	if startedBy != "" {
+		if err := a.limits.admit(startedBy, time.Now()); err != nil {
+			return "", nil, err
+		}
 	}
-	run, err := a.Runner.Start(ctx, agentloop.NewRun{
-		SessionID: req.SessionID, StartedBySession: startedBy, Messages: msgs, MaxSteps: req.MaxSteps,
-	}, id.String(), a.e.now())
+	run, err := a.startRun(ctx, req, startedBy, msgs)
 	if err != nil {
+		if startedBy != "" {
+			a.limits.done(startedBy)
+		}
 		return "", nil, err
 	}
 	a.log.Debug("run started", "run", run.ID, "session", run.SessionID, "max_steps", run.MaxSteps)
-	return run.ID, a.launch(run.ID), nil
+	return run.ID, a.launch(run.ID, startedBy), nil
+}
+
+// startRun stores a new run.
+func (a *Agent) startRun(ctx context.Context, req toolgate.RunRequest, startedBy string, msgs []toolgate.ChatMessage) (*toolgate.Run, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	return a.Runner.Start(ctx, agentloop.NewRun{
+		SessionID: req.SessionID, StartedBySession: startedBy, Messages: msgs, MaxSteps: req.MaxSteps,
+	}, id.String(), a.e.now())
 }
 
 // GetRun implements handlers.Agent: the run with its messages and its

@@ -210,7 +210,10 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	// be delivered, answered and ended (afterCallsEnded forgets it) before this
 	// goroutine runs again, and marking it open then would leave a waiter
 	// waiting for an end that already happened.
-	e.waiters.opened(newRow.ID)
+	// It is also where a session's open calls are counted and bounded.
+	if !e.waiters.opened(newRow.ID, sessionID, e.cfg.MaxOpenCallsPerSession) {
+		return nil, false, tooManyOpenCalls(sessionID, e.cfg.MaxOpenCallsPerSession)
+	}
 	// A pending call of a session is sent to its client: its event is
 	// encoded here, not on the writer's goroutine.
 	sendsRequest := sessionID != "" && status == toolgate.StatusPending

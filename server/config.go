@@ -35,8 +35,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/handlers"
 )
 
 // Config is everything the gateway process can be told. Zero fields take
@@ -89,6 +92,29 @@ type Config struct {
 	LLMModel   string // e.g. llama3.1
 	LLMAPIKey  string // empty for servers that need none
 
+	// Abuse limits. Zero takes the default; a negative value disables the
+	// limit (a rate or burst below zero disables its bucket).
+	//
+	// SessionRate and SessionBurst bound the sessions one client address
+	// may create (POST /v1/sessions; the agent key's are not counted): a
+	// token bucket of SessionBurst, refilled at SessionRate a second.
+	SessionRate  float64
+	SessionBurst int
+	// TrustedProxies are the reverse proxies (CIDR prefixes or single
+	// addresses) whose X-Forwarded-For names the client address; from
+	// any other peer the header is ignored.
+	TrustedProxies []string
+	// MaxRunsPerSession bounds the runs a session's token may have in
+	// progress at once; RunRate and RunBurst the pace it may start them
+	// (a bucket per session). Runs started with the agent key are not
+	// limited.
+	MaxRunsPerSession int
+	RunRate           float64
+	RunBurst          int
+	// MaxOpenCallsPerSession bounds the calls not yet final whose target
+	// is one session; the next call to its tools is refused.
+	MaxOpenCallsPerSession int
+
 	// ToolNamePattern, when set, is a regular expression every registered
 	// tool name must also match (the gateway's name policy).
 	ToolNamePattern string
@@ -121,6 +147,12 @@ func DefaultConfig() Config {
 		MaxStreamSessions: 64,
 
 		MaxMetadataBytes: 4 << 10,
+		SessionRate:            2,
+		SessionBurst:           100,
+		MaxRunsPerSession:      4,
+		RunRate:                0.2,
+		RunBurst:               10,
+		MaxOpenCallsPerSession: 1000,
 	}
 }
 
@@ -162,7 +194,38 @@ func (c Config) withDefaults() Config {
 	if c.MaxMetadataBytes == 0 {
 		c.MaxMetadataBytes = d.MaxMetadataBytes
 	}
+	c = c.withAbuseLimitDefaults(d)
 	return c
+}
+
+// withAbuseLimitDefaults fills the abuse limits left at zero from d.
+func (c Config) withAbuseLimitDefaults(d Config) Config {
+	if c.SessionRate == 0 {
+		c.SessionRate = d.SessionRate
+	}
+	if c.SessionBurst == 0 {
+		c.SessionBurst = d.SessionBurst
+	}
+	if c.MaxRunsPerSession == 0 {
+		c.MaxRunsPerSession = d.MaxRunsPerSession
+	}
+	if c.RunRate == 0 {
+		c.RunRate = d.RunRate
+	}
+	if c.RunBurst == 0 {
+		c.RunBurst = d.RunBurst
+	}
+	if c.MaxOpenCallsPerSession == 0 {
+		c.MaxOpenCallsPerSession = d.MaxOpenCallsPerSession
+	}
+	return c
+}
+
+// sessionLimit is the handlers' limit of sessions per client address.
+// The trusted proxies were checked by Validate.
+func (c Config) sessionLimit() handlers.SessionLimit {
+	trusted, _ := handlers.ParseTrustedProxies(c.TrustedProxies)
+	return handlers.SessionLimit{PerSecond: c.SessionRate, Burst: c.SessionBurst, TrustedProxies: trusted}
 }
 
 // Validate reports the first setting that cannot work.
@@ -203,6 +266,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMetadataBytes < 2 {
 		errs = append(errs, fmt.Errorf("max metadata bytes %d is below 2 (the size of {})", c.MaxMetadataBytes))
+	}
+	if _, err := handlers.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("trusted proxies: %v (give CIDR prefixes such as 10.0.0.0/8, or addresses)", err))
+	}
+	if math.IsNaN(c.SessionRate) || math.IsNaN(c.RunRate) {
+		errs = append(errs, errors.New("session rate and run rate must be numbers"))
 	}
 	switch {
 	case c.TLSCert != "" && c.TLSKey == "":

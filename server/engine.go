@@ -118,7 +118,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	}
 	for _, c := range open {
 		e.deadlines.schedule(c.ID, c.DeadlineTime())
-		e.waiters.opened(c.ID)
+		e.waiters.opened(c.ID, c.SessionID.String, 0) // stored already: counted, never refused
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()

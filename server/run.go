@@ -97,6 +97,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		MaxCallWait:    cfg.MaxTimeout,
 
 		MaxStreamSessions: cfg.MaxStreamSessions,
+		SessionLimit:      cfg.sessionLimit(),
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

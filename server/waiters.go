@@ -9,14 +9,18 @@ import "sync"
 //     recovery at start) until its end is told (ended) or its insert fails
 //     (notStored). So a waiter that registers while its call is open cannot
 //     miss the end, and need not read the call first.
+//   - openBySession counts the calls in open by their session (a built-in
+//     tool's call, of no session, is not counted): what the limit of open
+//     calls per session is checked against, without reading the store.
 //   - Each call's channel is shared by all its waiters and closed exactly
 //     once, by ended; it is forgotten when the call ends or when its last
 //     waiter stops waiting (release), so waits on calls that never end here
 //     leave nothing behind.
 type callWaiters struct {
-	mu      sync.Mutex
-	waiting map[string]*sharedWait // by call id
-	open    map[string]struct{}
+	mu            sync.Mutex
+	waiting       map[string]*sharedWait // by call id
+	open          map[string]string      // call id → its session ("" for none)
+	openBySession map[string]int         // session id → its calls in open
 }
 
 // sharedWait is the channel closed when one call ends, with the count of
@@ -27,7 +31,7 @@ type sharedWait struct {
 }
 
 func newCallWaiters() *callWaiters {
-	return &callWaiters{waiting: map[string]*sharedWait{}, open: map[string]struct{}{}}
+	return &callWaiters{waiting: map[string]*sharedWait{}, open: map[string]string{}, openBySession: map[string]int{}}
 }
 
 // wait returns a channel closed when the call ends, and whether the call
@@ -57,17 +61,51 @@ func (w *callWaiters) release(id string, ch chan struct{}) {
 	}
 }
 
-// opened records a call about to be stored (or recovered) as open.
-func (w *callWaiters) opened(id string) {
+// opened records a call of session sid ("" for none) about to be stored
+// (or recovered) as open, unless the session already has maxPerSession
+// calls open (a limit of 0 or less is none): then it records nothing and
+// returns false.
+func (w *callWaiters) opened(id, sid string, maxPerSession int) bool {
 	w.mu.Lock()
-	w.open[id] = struct{}{}
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	if sid != "" {
+		if maxPerSession > 0 && w.openBySession[sid] >= maxPerSession {
+			return false
+		}
+		w.openBySession[sid]++
+	}
+	w.open[id] = sid
+	return true
+}
+
+// forgetLocked drops an open call, and its count in its session's.
+func (w *callWaiters) forgetLocked(id string) {
+	sid, ok := w.open[id]
+	if !ok {
+		return
+	}
+	delete(w.open, id)
+	if sid == "" {
+		return
+	}
+	if w.openBySession[sid] <= 1 {
+		delete(w.openBySession, sid)
+	} else {
+		w.openBySession[sid]--
+	}
+}
+
+// openOf returns how many calls of session sid are open.
+func (w *callWaiters) openOf(sid string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.openBySession[sid]
 }
 
 // notStored forgets a call whose storing failed.
 func (w *callWaiters) notStored(id string) {
 	w.mu.Lock()
-	delete(w.open, id)
+	w.forgetLocked(id)
 	w.mu.Unlock()
 }
 
@@ -77,7 +115,7 @@ func (w *callWaiters) ended(id string) {
 	w.mu.Lock()
 	s := w.waiting[id]
 	delete(w.waiting, id)
-	delete(w.open, id)
+	w.forgetLocked(id)
 	w.mu.Unlock()
 	if s != nil {
 		close(s.ch)

@@ -7,7 +7,7 @@ import "testing"
 // its insert fails; a released waiter leaves nothing behind.
 func TestCallWaitersWakeOnEnd(t *testing.T) {
 	w := newCallWaiters()
-	w.opened("a")
+	w.opened("a", "", 0)
 	first, open := w.wait("a")
 	second, _ := w.wait("a")
 	if !open || first != second {
@@ -22,7 +22,7 @@ func TestCallWaitersWakeOnEnd(t *testing.T) {
 	if _, open := w.wait("a"); open {
 		t.Error("an ended call is still known open")
 	}
-	w.opened("b")
+	w.opened("b", "", 0)
 	w.notStored("b")
 	ch, open := w.wait("b")
 	if open {

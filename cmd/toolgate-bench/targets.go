@@ -131,7 +131,8 @@ func inProcessTargets(ctx context.Context, tmp, agentKey string, n int) ([]*targ
 
 // inProcessToolgate runs the gateway in this process with sys clients.
 func inProcessToolgate(ctx context.Context, sys, db, agentKey string, n int) (*target, error) {
-	cfg := server.Config{Addr: "127.0.0.1:0", DBPath: db, AgentKey: agentKey}
+	// All clients come from one address at once: no session limit.
+	cfg := server.Config{Addr: "127.0.0.1:0", DBPath: db, AgentKey: agentKey, SessionRate: -1}
 	srv, err := server.Open(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err

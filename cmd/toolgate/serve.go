@@ -94,6 +94,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	// Session metadata (issue 14).
 	var maxMetadata int64
 	f.integer(&maxMetadata, "max-metadata-bytes", "TOOLGATE_MAX_METADATA_BYTES", int64(cfg.MaxMetadataBytes), "largest session metadata, in bytes of compact JSON (413 past it)")
+	abuseLimits := addAbuseLimitFlags(f, cfg) // serve_limits.go
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -107,6 +108,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg.MaxToolsPerSess = int(maxTools)
 	cfg.MaxStreamSessions = int(maxStreamSessions)
 	cfg.MaxMetadataBytes = int(maxMetadata)
+	abuseLimits.apply(&cfg)
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/toolgate/toolgate/server"
+)
+
+// abuseLimitFlags are the serve flags of the abuse limits (per client
+// address, per session), read into a server.Config by apply. On the
+// command line 0 (or less) disables a limit; in a Config that is a
+// negative value, zero meaning the default.
+type abuseLimitFlags struct {
+	trustedProxies                                string
+	sessionRate, runRate                          float64
+	sessionBurst, maxRuns, runBurst, maxOpenCalls int64
+}
+
+// addAbuseLimitFlags registers the abuse-limit flags, their defaults
+// taken from cfg (and the environment).
+func addAbuseLimitFlags(f *envFlags, cfg server.Config) *abuseLimitFlags {
+	a := &abuseLimitFlags{}
+	f.str(&a.trustedProxies, "trusted-proxies", "TOOLGATE_TRUSTED_PROXIES", strings.Join(cfg.TrustedProxies, ","),
+		"comma-separated reverse proxies (CIDR prefixes or addresses) whose X-Forwarded-For names the client address; from any other peer it is ignored")
+	f.float(&a.sessionRate, "session-rate", "TOOLGATE_SESSION_RATE", cfg.SessionRate,
+		"sessions one client address (IPv6: /64) may create per second, after its burst; 0 disables the limit")
+	f.integer(&a.sessionBurst, "session-burst", "TOOLGATE_SESSION_BURST", int64(cfg.SessionBurst),
+		"sessions one client address may create at once; 0 disables the limit")
+	f.integer(&a.maxRuns, "max-runs-per-session", "TOOLGATE_MAX_RUNS_PER_SESSION", int64(cfg.MaxRunsPerSession),
+		"runs a session's token may have in progress at once (the agent key's are not counted); 0 disables the limit")
+	f.float(&a.runRate, "run-rate", "TOOLGATE_RUN_RATE", cfg.RunRate,
+		"runs a session's token may start per second, after its burst; 0 disables the limit")
+	f.integer(&a.runBurst, "run-burst", "TOOLGATE_RUN_BURST", int64(cfg.RunBurst),
+		"runs a session's token may start at once; 0 disables the limit")
+	f.integer(&a.maxOpenCalls, "max-open-calls-per-session", "TOOLGATE_MAX_OPEN_CALLS_PER_SESSION", int64(cfg.MaxOpenCallsPerSession),
+		"calls not yet final one session may be the target of; 0 disables the limit")
+	return a
+}
+
+// apply sets the parsed limits in cfg.
+func (a *abuseLimitFlags) apply(cfg *server.Config) {
+	cfg.TrustedProxies = nil
+	for _, p := range strings.Split(a.trustedProxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.TrustedProxies = append(cfg.TrustedProxies, p)
+		}
+	}
+	disabledIfNotPositive := func(v float64) float64 {
+		if v <= 0 {
+			return -1
+		}
+		return v
+	}
+	cfg.SessionRate = disabledIfNotPositive(a.sessionRate)
+	cfg.SessionBurst = int(disabledIfNotPositive(float64(a.sessionBurst)))
+	cfg.MaxRunsPerSession = int(disabledIfNotPositive(float64(a.maxRuns)))
+	cfg.RunRate = disabledIfNotPositive(a.runRate)
+	cfg.RunBurst = int(disabledIfNotPositive(float64(a.runBurst)))
+	cfg.MaxOpenCallsPerSession = int(disabledIfNotPositive(float64(a.maxOpenCalls)))
+}
+
+func (f *envFlags) float(p *float64, name, env string, def float64, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil && f.err == nil {
+			f.err = fmt.Errorf("%s=%q: not a number", env, v)
+		}
+		if err == nil {
+			def = n
+		}
+	}
+	f.fs.Float64Var(p, name, def, usage+" (env "+env+")")
+}
