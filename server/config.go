@@ -146,7 +146,7 @@ func DefaultConfig() Config {
 
 		MaxStreamSessions: 64,
 
-		MaxMetadataBytes: 4 << 10,
+		MaxMetadataBytes:       4 << 10,
 		SessionRate:            2,
 		SessionBurst:           100,
 		MaxRunsPerSession:      4,
