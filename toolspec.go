@@ -81,7 +81,7 @@ const (
 	MaxParametersDepth = 64
 	// MaxParametersNodes is the number of objects and arrays in a
 	// parameters schema.
-	MaxParametersNodes = 4096
+	MaxParametersNodes = 1024
 )
 
 // CheckToolParameters checks that a tool's parameters is one JSON object

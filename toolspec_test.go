@@ -51,7 +51,7 @@ func TestCheckToolSpec(t *testing.T) {
 			"parameters nests objects and arrays deeper than 64 levels"},
 		{"parameters with too many objects", with(func(s *toolgate.ToolSpec) {
 			s.Parameters = json.RawMessage(`{"type":"object","enum":[` + strings.Repeat("{},", toolgate.MaxParametersNodes-1) + `{}]}`)
-		}), "parameters has more than 4096 objects and arrays"},
+		}), "parameters has more than 1024 objects and arrays"},
 		{"parameters naming a member twice", with(func(s *toolgate.ToolSpec) {
 			s.Parameters = json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","type":"integer"}}}`)
 		}), `parameters names the member "type" twice in the object at /properties/a`},
