@@ -40,7 +40,9 @@ func checkJSONText(raw []byte, maxDepth, maxNodes int) error {
 	if !utf8.Valid(raw) {
 		return fmt.Errorf("is not valid UTF-8 (at byte %d)", firstInvalidUTF8(raw))
 	}
-	w := jsonWalk{raw: raw, maxDepth: maxDepth, maxNodes: maxNodes}
+	var levels [16]jsonLevel
+	var keys [32][]byte
+	w := jsonWalk{raw: raw, maxDepth: maxDepth, maxNodes: maxNodes, stack: levels[:0], keys: keys[:0]}
 	return w.run()
 }
 
@@ -80,14 +82,18 @@ type jsonWalk struct {
 	maxNodes int
 	nodes    int
 	stack    []jsonLevel
+	// keys are the member names of the open objects, outermost first:
+	// those of stack[i] start at stack[i].keyStart. A name is a slice of
+	// raw unless it has escapes.
+	keys [][]byte
 }
 
 // jsonLevel is an open object or array.
 type jsonLevel struct {
-	object bool
-	index  int                 // an array's element index
-	keys   []string            // an object's member names so far
-	set    map[string]struct{} // the same names, once there are many
+	object   bool
+	index    int                 // an array's element index
+	keyStart int                 // where an object's names start in keys
+	set      map[string]struct{} // an object's names, once there are many
 }
 
 // manyKeys is the number of members past which an object's names are
@@ -111,6 +117,7 @@ func (w *jsonWalk) run() error {
 			expectKey = raw[i] == '{'
 			i++
 		case '}', ']':
+			w.keys = w.keys[:w.stack[len(w.stack)-1].keyStart]
 			w.stack = w.stack[:len(w.stack)-1]
 			expectKey = false
 			i++
@@ -124,10 +131,10 @@ func (w *jsonWalk) run() error {
 		case '"':
 			end, escaped, err := scanJSONString(raw, i)
 			if err != nil && expectKey {
-				return fmt.Errorf("%s in a member name of %s", err, objectAt(w.stack[:len(w.stack)-1]))
+				return fmt.Errorf("%s in a member name of %s", err, objectAt(w.stack[:len(w.stack)-1], w.keys[:w.stack[len(w.stack)-1].keyStart]))
 			}
 			if err != nil {
-				return fmt.Errorf("%s at %s", err, pointerOf(w.stack))
+				return fmt.Errorf("%s at %s", err, pointerOf(w.stack, w.keys))
 			}
 			if expectKey {
 				expectKey = false
@@ -143,74 +150,73 @@ func (w *jsonWalk) run() error {
 	return nil
 }
 
-// push opens an object or an array, reusing the level's storage.
+// push opens an object or an array.
 func (w *jsonWalk) push(object bool) {
-	if len(w.stack) < cap(w.stack) {
-		w.stack = w.stack[:len(w.stack)+1]
-		l := &w.stack[len(w.stack)-1]
-		l.object, l.index, l.keys, l.set = object, 0, l.keys[:0], nil
-		return
-	}
-	w.stack = append(w.stack, jsonLevel{object: object})
+	w.stack = append(w.stack, jsonLevel{object: object, keyStart: len(w.keys)})
 }
 
 // addKey records the member name quoted (a JSON string, escaped or not) in
 // the innermost object, and refuses one it already has.
 func (w *jsonWalk) addKey(quoted []byte, escaped bool) error {
-	var name string
+	name := quoted[1 : len(quoted)-1]
 	if escaped {
-		if err := json.Unmarshal(quoted, &name); err != nil {
+		var s string
+		if err := json.Unmarshal(quoted, &s); err != nil {
 			return fmt.Errorf("is not JSON: %v", err)
 		}
-	} else {
-		name = string(quoted[1 : len(quoted)-1])
+		name = []byte(s)
 	}
 	top := &w.stack[len(w.stack)-1]
+	names := w.keys[top.keyStart:]
 	dup := false
 	if top.set != nil {
-		_, dup = top.set[name]
+		_, dup = top.set[string(name)]
 	} else {
-		for _, k := range top.keys {
-			if k == name {
+		for _, k := range names {
+			if bytes.Equal(k, name) {
 				dup = true
 				break
 			}
 		}
 	}
 	if dup {
-		return fmt.Errorf("names the member %s twice in %s", strconv.Quote(name), objectAt(w.stack[:len(w.stack)-1]))
+		return fmt.Errorf("names the member %s twice in %s", strconv.Quote(string(name)), objectAt(w.stack[:len(w.stack)-1], w.keys[:top.keyStart]))
 	}
-	top.keys = append(top.keys, name)
+	w.keys = append(w.keys, name)
 	if top.set != nil {
-		top.set[name] = struct{}{}
-	} else if len(top.keys) > manyKeys {
-		top.set = make(map[string]struct{}, 2*len(top.keys))
-		for _, k := range top.keys {
-			top.set[k] = struct{}{}
+		top.set[string(name)] = struct{}{}
+	} else if len(names)+1 > manyKeys {
+		top.set = make(map[string]struct{}, 2*manyKeys)
+		for _, k := range w.keys[top.keyStart:] {
+			top.set[string(k)] = struct{}{}
 		}
 	}
 	return nil
 }
 
-// objectAt names the object whose enclosing levels are outer.
-func objectAt(outer []jsonLevel) string {
+// objectAt names the object whose enclosing levels are outer (keys are
+// their member names, up to the object's own).
+func objectAt(outer []jsonLevel, keys [][]byte) string {
 	if len(outer) == 0 {
 		return "the top-level object"
 	}
-	return "the object at " + pointerOf(outer)
+	return "the object at " + pointerOf(outer, keys)
 }
 
 // pointerOf is the JSON Pointer of the value being read inside levels.
 // The top-level value's pointer is empty, written as a pair of single
 // quotes (as the schema validator writes it).
-func pointerOf(levels []jsonLevel) string {
+func pointerOf(levels []jsonLevel, keys [][]byte) string {
 	var b strings.Builder
-	for _, l := range levels {
+	for i, l := range levels {
 		b.WriteByte('/')
 		if l.object {
-			if len(l.keys) > 0 {
-				k := l.keys[len(l.keys)-1]
-				b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
+			end := len(keys) // the object's names end where the next level's start
+			if i+1 < len(levels) {
+				end = levels[i+1].keyStart
+			}
+			if end > l.keyStart {
+				b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(string(keys[end-1])))
 			}
 		} else {
 			b.WriteString(strconv.Itoa(l.index))

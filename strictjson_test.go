@@ -149,3 +149,14 @@ func dupKey(t *testing.T, raw []byte) bool {
 		}
 	}
 }
+
+// BenchmarkCheckStrictJSON checks the arguments of a typical call.
+func BenchmarkCheckStrictJSON(b *testing.B) {
+	args := []byte(`{"text":"ping","count":3,"options":{"lang":"en","tags":["a","b"]}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := toolgate.CheckStrictJSON(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
