@@ -3,8 +3,6 @@ package toolgate
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"strings"
 )
 
@@ -68,28 +66,45 @@ func CheckToolSpec(spec ToolSpec, checks ToolSpecChecks) error {
 	return CheckToolParameters(spec.Parameters)
 }
 
+// The limits of a tool's parameters schema, checked before it is
+// compiled: a schema's compile time grows faster than its nesting (one
+// nested 1,000 levels deep took seconds), and these bounds keep the
+// slowest schema that passes them to milliseconds (BENCHMARKS.md, "Tool
+// schemas: the limits and their worst case"). Real tool schemas are far
+// inside them.
+const (
+	// MaxParametersBytes is the size of a parameters schema, in bytes as
+	// sent (white space included).
+	MaxParametersBytes = 64 << 10
+	// MaxParametersDepth is how deeply objects and arrays nest in a
+	// parameters schema, the top-level object being 1.
+	MaxParametersDepth = 64
+	// MaxParametersNodes is the number of objects and arrays in a
+	// parameters schema.
+	MaxParametersNodes = 1024
+)
+
 // CheckToolParameters checks that a tool's parameters is one JSON object
 // with the top-level "type": "object", as the protocol asks of every tool
-// schema. It returns BAD_REQUEST otherwise. Whether the object is a valid
-// JSON Schema is for the gateway's schema compiler to tell.
+// schema, within MaxParametersBytes, MaxParametersDepth and
+// MaxParametersNodes, and read alike by every reader (CheckStrictJSON's
+// rules: valid UTF-8, no member named twice). It returns BAD_REQUEST
+// otherwise. Its cost is one pass over the bytes (the size checked
+// first), so it can run before anything is compiled. Whether the object
+// is a valid JSON Schema is for the gateway's schema compiler to tell.
 func CheckToolParameters(raw json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	err := dec.Decode(&doc)
-	if err == nil {
-		if _, next := dec.Token(); next != io.EOF {
-			err = fmt.Errorf("invalid character after top-level value")
-		}
+	if len(raw) > MaxParametersBytes {
+		return Errorf(EBadRequest, "parameters is %d bytes; the limit is %d", len(raw), MaxParametersBytes)
 	}
-	if err != nil {
-		return Errorf(EBadRequest, "parameters is not JSON: %v", err)
+	if err := checkJSONText(raw, MaxParametersDepth, MaxParametersNodes); err != nil {
+		return Errorf(EBadRequest, "parameters %s", err)
 	}
-	obj, ok := doc.(map[string]any)
-	if !ok {
+	var top map[string]json.RawMessage
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(raw, &top) != nil {
 		return Errorf(EBadRequest, "parameters must be a JSON Schema object")
 	}
-	if obj["type"] != "object" {
+	var typ string
+	if json.Unmarshal(top["type"], &typ) != nil || typ != "object" {
 		return Errorf(EBadRequest, `parameters must have the top-level "type": "object"`)
 	}
 	return nil

@@ -43,6 +43,20 @@ func TestCheckToolSpec(t *testing.T) {
 		{"parameters an array", with(func(s *toolgate.ToolSpec) { s.Parameters = json.RawMessage(`[1]`) }), "parameters must be a JSON Schema object"},
 		{"parameters of another type", with(func(s *toolgate.ToolSpec) { s.Parameters = json.RawMessage(`{"type":"string"}`) }), `parameters must have the top-level "type": "object"`},
 		{"parameters without a type", with(func(s *toolgate.ToolSpec) { s.Parameters = json.RawMessage(`{"properties":{}}`) }), `parameters must have the top-level "type": "object"`},
+		{"parameters at every limit", with(func(s *toolgate.ToolSpec) { s.Parameters = paramsAtLimits(t) }), ""},
+		{"parameters too large", with(func(s *toolgate.ToolSpec) {
+			s.Parameters = json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", 64<<10) + `"}`)
+		}), "parameters is 65570 bytes; the limit is 65536"},
+		{"parameters nested too deep", with(func(s *toolgate.ToolSpec) { s.Parameters = nestedParameters(toolgate.MaxParametersDepth + 1) }),
+			"parameters nests objects and arrays deeper than 64 levels"},
+		{"parameters with too many objects", with(func(s *toolgate.ToolSpec) {
+			s.Parameters = json.RawMessage(`{"type":"object","enum":[` + strings.Repeat("{},", toolgate.MaxParametersNodes-1) + `{}]}`)
+		}), "parameters has more than 1024 objects and arrays"},
+		{"parameters naming a member twice", with(func(s *toolgate.ToolSpec) {
+			s.Parameters = json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","type":"integer"}}}`)
+		}), `parameters names the member "type" twice in the object at /properties/a`},
+		{"parameters not in UTF-8", with(func(s *toolgate.ToolSpec) { s.Parameters = json.RawMessage("{\"type\":\"object\",\"title\":\"\xc3\"}") }),
+			"parameters is not valid UTF-8 (at byte 26)"},
 	}
 	for _, c := range cases {
 		err := toolgate.CheckToolSpec(c.spec, toolgate.ToolSpecChecks{})
@@ -56,6 +70,34 @@ func TestCheckToolSpec(t *testing.T) {
 			t.Errorf("%s: %s %q, want BAD_REQUEST %q", c.name, code, msg, c.want)
 		}
 	}
+}
+
+// nestedParameters is a parameters schema depth objects deep: a property
+// holding a property holding … (each property is two JSON levels).
+func nestedParameters(depth int) json.RawMessage {
+	inner, levels := `{"type":"object"}`, 1
+	for ; levels+2 <= depth; levels += 2 {
+		inner = `{"type":"object","properties":{"p":` + inner + `}}`
+	}
+	if levels < depth {
+		inner = `{"type":"object","additionalProperties":` + inner + `}`
+	}
+	return json.RawMessage(inner)
+}
+
+// paramsAtLimits is a parameters schema MaxParametersDepth deep, with
+// MaxParametersNodes objects and arrays, in at most MaxParametersBytes.
+func paramsAtLimits(t *testing.T) json.RawMessage {
+	// deep sits inside the top object and its properties; the objects and
+	// arrays are deep's, those two, the enum's array and the enum's items.
+	deep := string(nestedParameters(toolgate.MaxParametersDepth - 2))
+	fixed := strings.Count(deep, "{") + 3
+	items := toolgate.MaxParametersNodes - fixed
+	raw := `{"type":"object","properties":{"deep":` + deep + `},"enum":[` + strings.Repeat("{},", items-1) + `{}]}`
+	if len(raw) > toolgate.MaxParametersBytes {
+		t.Fatalf("the schema at the limits is %d bytes", len(raw))
+	}
+	return json.RawMessage(raw)
 }
 
 // TestCheckToolSpecRunsTheGatewaysChecksInPlace: Admit comes right after

@@ -51,7 +51,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	if err != nil {
 		return nil, false, err
 	}
-	if err := entry.validateArgs(args); err != nil {
+	if err := entry.validateArgs(ctx, args); err != nil {
 		return nil, false, err
 	}
 	timeout, err := e.callTimeout(req.TimeoutMS, entry.spec.TimeoutMS)

@@ -80,7 +80,7 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	if tool == nil {
 		return nil, false, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", req.SessionID, req.Tool)
 	}
-	if err := tool.validateArgs(args); err != nil {
+	if err := tool.validateArgs(ctx, args); err != nil {
 		return nil, false, err
 	}
 	timeout, err := e.callTimeout(req.TimeoutMS, tool.spec.TimeoutMS)

@@ -1,13 +1,18 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate"
 )
 
 // schemaCache shares compiled argument schemas among the tools whose
@@ -16,7 +21,7 @@ import (
 // costs a compile and some heap to keep (the figures are in BENCHMARKS.md,
 // "Figures behind design choices in the code"): shared, a gateway holding
 // thousands of such sessions compiles a schema once — at start-up, where
-// it loads every session's tools, too — and keeps it once.
+// a loaded tool is first called, too — and keeps it once.
 //
 // The cache holds its schemas weakly: once no tool uses a schema it is
 // collected and its entry removed, so what clients register never grows
@@ -25,25 +30,64 @@ import (
 // can tell from how fast a registration is whether a tool of another
 // session has the very same parameters; the parameters themselves are not
 // told.
+//
+// It is also the compile budget. A schema is compiled only once it passed
+// toolgate.CheckToolParameters' limits (size, depth, objects and arrays),
+// which bound one compile to milliseconds (BENCHMARKS.md, "Tool schemas:
+// the limits and their worst case"); and only a few compiles run at once,
+// one per slot, so registrations arriving together queue for the slots
+// instead of taking every core from the calls. A compile cannot be
+// stopped midway, but the wait for a slot ends with the request's context.
 type schemaCache struct {
 	mu      sync.Mutex
 	schemas map[[sha256.Size]byte]weak.Pointer[jsonschema.Schema]
+
+	slots    chan struct{} // one token per compile running
+	compiles atomic.Int64  // schemas compiled so far (tests read it)
 }
 
+// newSchemaCache returns an empty cache with compileSlots slots.
 func newSchemaCache() *schemaCache {
-	return &schemaCache{schemas: map[[sha256.Size]byte]weak.Pointer[jsonschema.Schema]{}}
+	return &schemaCache{
+		schemas: map[[sha256.Size]byte]weak.Pointer[jsonschema.Schema]{},
+		slots:   make(chan struct{}, compileSlots()),
+	}
+}
+
+// compileSlots is the number of schema compiles the gateway runs at once:
+// half its processors, at least one, so that compiles never hold every
+// core the calls need.
+func compileSlots() int {
+	return max(1, runtime.GOMAXPROCS(0)/2)
 }
 
 // compile returns the compiled schema of raw, shared with every tool whose
-// parameters are the same bytes. A schema that does not compile is not
-// kept: each attempt gets its error.
-func (c *schemaCache) compile(raw json.RawMessage) (*jsonschema.Schema, error) {
+// parameters are the same bytes. Parameters over the limits are refused
+// before anything is compiled; a schema that does not compile is not kept:
+// each attempt gets its error. The compile waits for a slot, or until ctx
+// ends (its error is then returned).
+func (c *schemaCache) compile(ctx context.Context, raw json.RawMessage) (*jsonschema.Schema, error) {
 	key := sha256.Sum256(raw)
 	if sch := c.lookup(key); sch != nil {
 		return sch, nil
 	}
-	// Compiled outside the lock: two registrations of one new schema at
-	// once may both compile it, and the second takes the first's.
+	if err := toolgate.CheckToolParameters(raw); err != nil {
+		return nil, errors.New(toolgate.ErrorMessage(err))
+	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-c.slots }()
+	// Compiled outside the lock, so a lookup never waits for a compile:
+	// two registrations of one new schema at once may both compile it
+	// (unless the second found it done once it had its slot), and the
+	// second takes the first's.
+	if sch := c.lookup(key); sch != nil {
+		return sch, nil
+	}
+	c.compiles.Add(1)
 	sch, err := compileSchema(raw)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,8 @@ func cacheSize(c *schemaCache) int {
 	return len(c.schemas)
 }
 
-// toolSchema returns the compiled schema of a session's tool.
+// toolSchema returns the compiled schema of a session's tool (compiling
+// it, as its first call would, when it was loaded at start).
 func toolSchema(t *testing.T, e *Engine, sessionID, name string) *jsonschema.Schema {
 	t.Helper()
 	var tool *toolEntry
@@ -40,7 +41,11 @@ func toolSchema(t *testing.T, e *Engine, sessionID, name string) *jsonschema.Sch
 	if tool == nil {
 		t.Fatalf("session %s has no tool %s", sessionID, name)
 	}
-	return tool.schema
+	sch, err := tool.argsSchema(context.Background())
+	if err != nil {
+		t.Fatalf("session %s, tool %s: %v", sessionID, name, err)
+	}
+	return sch
 }
 
 // TestToolsWithTheSameParametersShareOneSchema registers one schema in two
@@ -72,7 +77,8 @@ func TestToolsWithTheSameParametersShareOneSchema(t *testing.T) {
 }
 
 // TestLoadedToolsShareOneSchema restarts a gateway whose sessions offer
-// the same tool: the tools it loads at start share one compiled schema.
+// the same tool: the tools it loads at start share one compiled schema,
+// compiled once, on first use.
 func TestLoadedToolsShareOneSchema(t *testing.T) {
 	cfg := testConfig(t)
 	first, stop := startServer(t, cfg)
@@ -83,11 +89,17 @@ func TestLoadedToolsShareOneSchema(t *testing.T) {
 	stop()
 
 	again, _ := startServer(t, cfg)
+	if n := again.Engine.schemas.compiles.Load(); n != 0 {
+		t.Errorf("%d schemas compiled at start, want none", n)
+	}
 	shared := toolSchema(t, again.Engine, sessions[0], "echo")
 	for _, sid := range sessions[1:] {
 		if toolSchema(t, again.Engine, sid, "echo") != shared {
-			t.Errorf("session %s's tool was compiled again at start", sid)
+			t.Errorf("session %s's tool was compiled again", sid)
 		}
+	}
+	if n := again.Engine.schemas.compiles.Load(); n != 1 {
+		t.Errorf("%d schemas compiled, want 1", n)
 	}
 }
 
@@ -96,15 +108,15 @@ func TestLoadedToolsShareOneSchema(t *testing.T) {
 // entry goes once no one holds its schema.
 func TestSchemaCacheForgetsUnusedSchemas(t *testing.T) {
 	c := newSchemaCache()
-	first, err := c.compile(json.RawMessage(textSchema))
+	first, err := c.compile(context.Background(), json.RawMessage(textSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := c.compile(json.RawMessage(textSchema)); again != first {
+	if again, _ := c.compile(context.Background(), json.RawMessage(textSchema)); again != first {
 		t.Error("the same parameters compiled twice")
 	}
 	for range 2 {
-		if _, err := c.compile(json.RawMessage(`{"type":"string"}`)); err == nil {
+		if _, err := c.compile(context.Background(), json.RawMessage(`{"type":"string"}`)); err == nil {
 			t.Error("a schema whose type is not object was taken")
 		}
 	}
@@ -124,7 +136,7 @@ func TestSchemaCacheForgetsUnusedSchemas(t *testing.T) {
 // schema compiled again for the same parameters since.
 func TestSchemaCacheKeepsANewerEntry(t *testing.T) {
 	c := newSchemaCache()
-	current, err := c.compile(json.RawMessage(textSchema))
+	current, err := c.compile(context.Background(), json.RawMessage(textSchema))
 	if err != nil {
 		t.Fatal(err)
 	}

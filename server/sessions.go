@@ -86,7 +86,11 @@ func (s *sessionState) closeListeners() {
 	}
 }
 
-// loadSessions rebuilds the open sessions and their compiled tools.
+// loadSessions rebuilds the open sessions and their tools. It compiles
+// no schema: each tool's is compiled on its first call (toolEntry's
+// argsSchema), so start-up costs a read of the rows however many tools
+// the database holds, and a stored schema that no longer compiles, or is
+// over today's limits, fails the calls of its tool, not the start.
 func (e *Engine) loadSessions(ctx context.Context) error {
 	rows, err := e.st.OpenSessions(ctx)
 	if err != nil {
@@ -102,16 +106,7 @@ func (e *Engine) loadSessions(ctx context.Context) error {
 	}
 	for i := range tools {
 		t := &tools[i]
-		if !e.sessions.isOpen(t.SessionID) {
-			continue
-		}
-		entry, err := newToolEntry(e.schemas, t.Spec(), t.RegisteredTime())
-		if err != nil {
-			// A schema that compiled when registered should compile again;
-			// if a library upgrade changed that, keep the gateway serving.
-			e.log.Warn("stored tool schema no longer compiles; tool skipped", "session", t.SessionID, "tool", t.Name, "err", err)
-			continue
-		}
+		entry := storedToolEntry(e.schemas, t.Spec(), t.RegisteredTime())
 		e.sessions.with(t.SessionID, func(s *sessionState) { s.tools[t.Name] = entry })
 	}
 	return nil

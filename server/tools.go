@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -16,25 +16,32 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// toolEntry is a registered tool with its compiled argument schema.
+// toolEntry is a registered tool and its argument schema, compiled when
+// the tool is registered, or on the first call of a tool loaded from the
+// database (start-up compiles nothing).
 type toolEntry struct {
 	spec         toolgate.ToolSpec
-	schema       *jsonschema.Schema
 	registeredAt time.Time
+	schemas      *schemaCache                   // where its schema is compiled
+	compiled     atomic.Pointer[compiledSchema] // nil until compiled (or refused)
+}
+
+// compiledSchema is the outcome of compiling a tool's parameters: the
+// schema, or why there is none.
+type compiledSchema struct {
+	schema *jsonschema.Schema
+	err    error
 }
 
 // defaultParameters is the schema of a tool that declares none.
 var defaultParameters = json.RawMessage(`{"type":"object"}`)
 
-// compileSchema compiles a tool's parameters, refusing what
-// toolgate.CheckToolParameters refuses (in its words, as plain text like
-// the compiler's own errors). Remote references are refused: a registered
-// schema must be self-contained, and the gateway must never fetch a URL or
-// read a file because a client named it.
+// compileSchema compiles a tool's parameters, which have passed
+// toolgate.CheckToolParameters (schemaCache.compile checks first). Remote
+// references are refused: a registered schema must be self-contained, and
+// the gateway must never fetch a URL or read a file because a client
+// named it.
 func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	if err := toolgate.CheckToolParameters(raw); err != nil {
-		return nil, errors.New(toolgate.ErrorMessage(err))
-	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("parameters is not JSON: %v", err)
@@ -52,26 +59,63 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return sch, nil
 }
 
-// newToolEntry makes the entry of a tool, its schema compiled or shared
-// from schemas.
-func newToolEntry(schemas *schemaCache, spec toolgate.ToolSpec, registeredAt time.Time) (*toolEntry, error) {
-	if len(spec.Parameters) == 0 {
+// storedToolEntry is the entry of a tool whose schema is compiled, in
+// schemas, on first use (argsSchema).
+func storedToolEntry(schemas *schemaCache, spec toolgate.ToolSpec, registeredAt time.Time) *toolEntry {
+	if len(spec.Parameters) == 0 || string(spec.Parameters) == "null" {
 		spec.Parameters = defaultParameters
 	}
-	sch, err := schemas.compile(spec.Parameters)
-	if err != nil {
-		return nil, err
-	}
-	return &toolEntry{spec: spec, schema: sch, registeredAt: registeredAt}, nil
+	return &toolEntry{spec: spec, registeredAt: registeredAt, schemas: schemas}
 }
 
-// validateArgs checks call arguments against the tool's schema.
-func (t *toolEntry) validateArgs(args json.RawMessage) error {
+// newToolEntry makes the entry of a tool, its schema compiled now or
+// shared from schemas. It is for the gateway's own tools (the built-in
+// ones), whose compile nothing cancels.
+func newToolEntry(schemas *schemaCache, spec toolgate.ToolSpec, registeredAt time.Time) (*toolEntry, error) {
+	entry := storedToolEntry(schemas, spec, registeredAt)
+	if _, err := entry.argsSchema(context.Background()); err != nil {
+		return nil, err
+	}
+	return entry, nil
+}
+
+// argsSchema returns the tool's compiled schema, compiling it the first
+// time. Its outcome is kept, a refusal too (a stored schema that no longer
+// compiles, or is over the limits, is not tried again at every call) —
+// unless ctx ended while the compile waited for its turn.
+func (t *toolEntry) argsSchema(ctx context.Context) (*jsonschema.Schema, error) {
+	if c := t.compiled.Load(); c != nil {
+		return c.schema, c.err
+	}
+	sch, err := t.schemas.compile(ctx, t.spec.Parameters)
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	t.compiled.CompareAndSwap(nil, &compiledSchema{schema: sch, err: err})
+	c := t.compiled.Load()
+	return c.schema, c.err
+}
+
+// validateArgs checks call arguments: first that every reader reads them
+// alike (toolgate.CheckStrictJSON: they are forwarded as they are), then
+// against the tool's schema, compiled now if it was not yet.
+func (t *toolEntry) validateArgs(ctx context.Context, args json.RawMessage) error {
+	if err := toolgate.CheckStrictJSON(args); err != nil {
+		return toolgate.Errorf(toolgate.EBadRequest, "args %s", err)
+	}
+	schema, err := t.argsSchema(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return toolgate.Errorf(toolgate.EConflict,
+			"the tool %s cannot be called: its stored parameters are refused (%v); its client must register it again", t.spec.Name, err)
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return toolgate.Errorf(toolgate.EInvalidArgs, "args is not valid JSON")
 	}
-	if err := t.schema.Validate(inst); err != nil {
+	if err := schema.Validate(inst); err != nil {
 		// The first line names the in-memory schema URL; the rest says what is wrong.
 		lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
 		if len(lines) > 1 {
@@ -88,10 +132,11 @@ func (t *toolEntry) validateArgs(args json.RawMessage) error {
 
 // checkSpec validates one tool of a registration with
 // toolgate.CheckToolSpec, the gateway's own checks in their place (no
-// shadowing a built-in tool, the registration hooks, the timeout bounds),
-// and compiles its parameters. It returns the entry as it will be stored
-// (requires_approval and parameters defaulted, parameters compacted), or
-// the rejection.
+// shadowing a built-in tool, the registration hooks, the timeout bounds).
+// Its parameters are checked against the schema limits but not compiled:
+// RegisterTools compiles only the tools within the session's cap. It
+// returns the entry as it will be stored (requires_approval and
+// parameters defaulted, parameters compacted), or the rejection.
 func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *toolgate.ToolRejection) {
 	err := toolgate.CheckToolSpec(spec, toolgate.ToolSpecChecks{
 		Admit: func(spec toolgate.ToolSpec) error { return e.admitRemote(sid, spec) },
@@ -113,11 +158,7 @@ func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *too
 	} else {
 		spec.Parameters = json.RawMessage(compactJSON(spec.Parameters))
 	}
-	entry, err := newToolEntry(e.schemas, spec, e.now())
-	if err != nil {
-		return nil, &toolgate.ToolRejection{Name: spec.Name, Code: toolgate.EBadRequest, Message: err.Error()}
-	}
-	return entry, nil
+	return storedToolEntry(e.schemas, spec, e.now()), nil
 }
 
 // checkTimeout checks a requested timeout against the gateway's bounds.
@@ -132,7 +173,10 @@ func (e *Engine) checkTimeout(ms int64) *toolgate.Error {
 
 // RegisterTools registers or replaces the listed tools of a session; with
 // replace, the session's tools not listed are removed. Each tool is judged
-// on its own; the accepted ones are stored in one transaction.
+// on its own; the accepted ones are stored in one transaction. The cheap
+// checks come first, for every tool; then the session's tool cap, in the
+// order listed; only then are the schemas of the tools within the cap
+// compiled, so a long list costs no compile past the cap.
 func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error) {
 	if req.Type != "" && req.Type != "register_tools" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, `type must be "register_tools"`)
@@ -169,11 +213,26 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 	if !open {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 	}
-	var fits []string
+	var within []string
 	for _, name := range order {
-		if keep+len(fits) >= e.cfg.MaxToolsPerSess {
+		if keep+len(within) >= e.cfg.MaxToolsPerSess {
 			reply.Rejected = append(reply.Rejected, toolgate.ToolRejection{Name: name, Code: toolgate.EConflict,
 				Message: fmt.Sprintf("the session would hold more than %d tools", e.cfg.MaxToolsPerSess)})
+			delete(accepted, name)
+			continue
+		}
+		within = append(within, name)
+	}
+
+	// Compile the schemas of the tools within the cap (each waits for a
+	// compile slot; a client that leaves stops the wait).
+	var fits []string
+	for _, name := range within {
+		if _, err := accepted[name].argsSchema(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			reply.Rejected = append(reply.Rejected, toolgate.ToolRejection{Name: name, Code: toolgate.EBadRequest, Message: err.Error()})
 			delete(accepted, name)
 			continue
 		}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/cputime"
+)
+
+// worstSchemas are parameters schemas at toolgate's limits (64 KiB, 64
+// levels, 1024 objects and arrays), each of a shape that makes the
+// compiler work: the slowest of them bounds what one registered tool can
+// cost. BENCHMARKS.md, "Tool schemas: the limits and their worst case",
+// has their figures.
+func worstSchemas() map[string]string {
+	// fill is prefix, up to max items joined by sep, and suffix, in at
+	// most MaxParametersBytes.
+	fill := func(prefix, item, sep, suffix string, max int) string {
+		var b strings.Builder
+		b.WriteString(prefix)
+		for i := 0; ; i++ {
+			next := fmt.Sprintf(item, i)
+			if i > 0 {
+				next = sep + next
+			}
+			if i >= max || b.Len()+len(next)+len(suffix) > toolgate.MaxParametersBytes {
+				break
+			}
+			b.WriteString(next)
+		}
+		b.WriteString(suffix)
+		return b.String()
+	}
+	// Properties nested to the depth limit (31 deep), beside the widest
+	// object that still fits the node limit.
+	deep := strings.Repeat(`{"type":"object","properties":{"p":`, 31) + `{"type":"object"}` + strings.Repeat(`}}`, 31)
+	return map[string]string{
+		"nested to the depth limit": deep,
+		"the most properties": fill(`{"type":"object","properties":{`, `"p%d":{"type":"string","minLength":1}`, ",", `}}`,
+			toolgate.MaxParametersNodes-2),
+		"nested allOf chains": `{"type":"object","properties":{` +
+			fill("", `"p%d":`+strings.Repeat(`{"allOf":[`, 30)+`{}`+strings.Repeat(`]}`, 30), ",", "", (toolgate.MaxParametersNodes-2)/61) + `}}`,
+		"a web of $refs": fill(`{"type":"object","$ref":"#/$defs/d0","$defs":{`,
+			`"d%[1]d":{"anyOf":[{"$ref":"#/$defs/d%[1]d"},{"type":"string"}],"properties":{"x":{"$ref":"#/$defs/d0"}}}`, ",", `}}`, (toolgate.MaxParametersNodes-2)/6),
+		"one 64 KiB pattern": fill(`{"type":"object","properties":{"s":{"type":"string","pattern":"^(`, `a%d`, "|", `)$"}}}`, 1<<20),
+		"patternProperties": fill(`{"type":"object","patternProperties":{`, `"^x%d[a-z]+$":{"type":"integer"}`, ",", `}}`,
+			toolgate.MaxParametersNodes-2),
+	}
+}
+
+// BenchmarkSchemaCompileWorstCase compiles each of worstSchemas (after
+// the limits' check, as a registration does).
+func BenchmarkSchemaCompileWorstCase(b *testing.B) {
+	for name, raw := range worstSchemas() {
+		b.Run(strings.ReplaceAll(name, " ", "_"), func(b *testing.B) {
+			if err := toolgate.CheckToolParameters([]byte(raw)); err != nil {
+				b.Fatalf("%s is refused: %v", name, err)
+			}
+			b.SetBytes(int64(len(raw)))
+			cpu0 := cputime.Process()
+			for b.Loop() {
+				if err := toolgate.CheckToolParameters([]byte(raw)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := compileSchema([]byte(raw)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// BenchmarkSchemaValidateWorstCase validates a small argument against each
+// of worstSchemas, as every call of such a tool would.
+func BenchmarkSchemaValidateWorstCase(b *testing.B) {
+	args := `{"p":{"p":{"p":{}}},"p1":"x","s":"a1","x1a":1,"x":{"x":{"x":"y"}}}`
+	for name, raw := range worstSchemas() {
+		b.Run(strings.ReplaceAll(name, " ", "_"), func(b *testing.B) {
+			sch, err := compileSchema([]byte(raw))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(args)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = sch.Validate(inst)
+			}
+		})
+	}
+}
+
+// TestWorstSchemasPassTheLimits keeps the benchmark honest: each of its
+// schemas is one a client may register.
+func TestWorstSchemasPassTheLimits(t *testing.T) {
+	for name, raw := range worstSchemas() {
+		if err := toolgate.CheckToolParameters([]byte(raw)); err != nil {
+			t.Errorf("%s (%d bytes): %.300s", name, len(raw), err)
+		}
+		if _, err := compileSchema([]byte(raw)); err != nil {
+			t.Errorf("%s: %.300s", name, err)
+		}
+	}
+}
