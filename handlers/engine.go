@@ -133,6 +133,12 @@ type Options struct {
 	// MaxStreamSessions bounds the sessions of one multi-session stream
 	// or poll (POST /v1/streams, POST /v1/poll); 0 means 64.
 	MaxStreamSessions int
+	// ListenAddr and AllowedHosts decide which Host headers are answered
+	// (hostcheck.go): IP literals and localhost names always, the listen
+	// address's host when it is a name, and each allowed host ("*" for
+	// any, "*.example.com" for subdomains); others get 421.
+	ListenAddr   string
+	AllowedHosts []string
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)

@@ -89,6 +89,14 @@ type Config struct {
 	// tool name must also match (the gateway's name policy).
 	ToolNamePattern string
 
+	// AllowedHosts are the names, besides IP addresses, localhost and the
+	// listen address's host, that requests may give as their Host
+	// ("*.example.com" for subdomains, "*" for any); others are refused
+	// with 421, against DNS rebinding. A gateway behind a proxy that
+	// passes the public name on, or on all interfaces and reached by name,
+	// lists that name here.
+	AllowedHosts []string
+
 	// Now, when set, replaces the wall clock for grace, time-to-live and
 	// pruning decisions (tests use it to move time without sleeping).
 	Now func() time.Time
@@ -191,6 +199,11 @@ func (c Config) Validate() error {
 	}
 	if c.MaxStreamSessions < 1 {
 		errs = append(errs, errors.New("max stream sessions must be at least 1"))
+	}
+	for _, h := range c.AllowedHosts {
+		if strings.ContainsAny(h, "/ ") || h == "" {
+			errs = append(errs, fmt.Errorf("allowed host %q must be a host name such as gw.example.com, *.example.com or *, without scheme or path", h))
+		}
 	}
 	switch {
 	case c.TLSCert != "" && c.TLSKey == "":

@@ -97,6 +97,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		MaxCallWait:    cfg.MaxTimeout,
 
 		MaxStreamSessions: cfg.MaxStreamSessions,
+
+		ListenAddr:   cfg.Addr,
+		AllowedHosts: cfg.AllowedHosts,
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -91,6 +92,9 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.integer(&maxBody, "max-body", "TOOLGATE_MAX_BODY", cfg.MaxBodyBytes, "request body limit in bytes")
 	f.integer(&maxTools, "max-tools", "TOOLGATE_MAX_TOOLS", int64(cfg.MaxToolsPerSess), "tools one session may hold")
 	f.integer(&maxStreamSessions, "max-stream-sessions", "TOOLGATE_MAX_STREAM_SESSIONS", int64(cfg.MaxStreamSessions), "sessions one multi-session stream or poll may carry")
+	// Browser-facing defaults and secrets at rest.
+	var allowedHosts string
+	f.str(&allowedHosts, "allowed-hosts", "TOOLGATE_ALLOWED_HOSTS", "", "comma-separated host names requests may address besides IP addresses and localhost, e.g. gw.example.com,*.example.com; * for any (DNS rebinding guard)")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -106,6 +110,11 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+		}
+	}
+	for _, h := range strings.Split(allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
 		}
 	}
 	var level slog.Level
@@ -131,9 +140,24 @@ func runServe(ctx context.Context, args []string) error {
 	if err := srv.Listen(); err != nil {
 		return errors.Join(err, srv.Close())
 	}
+	warnIfNamesRefused(log, cfg)
 	url := srv.URL()
 	key := srv.Engine.AgentKey()
 	fmt.Printf("toolgate serving on %s\nagent key: %s\nconsole: %s/#agent_key=%s\n", url, key, url, key)
 	err = srv.Serve(ctx)
 	return errors.Join(err, srv.Close())
+}
+
+// warnIfNamesRefused warns when the gateway listens on all interfaces with
+// no --allowed-hosts: it then answers requests by address and localhost
+// only, and refuses (421) those that name it, as a proxy passing its
+// public name on does.
+func warnIfNamesRefused(log *slog.Logger, cfg server.Config) {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil || len(cfg.AllowedHosts) > 0 {
+		return
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		log.Warn("listening on all interfaces with no --allowed-hosts: requests addressed by a host name (not an IP address or localhost) are refused with 421, against DNS rebinding; list the names this gateway is reached by in --allowed-hosts (TOOLGATE_ALLOWED_HOSTS)")
+	}
 }
