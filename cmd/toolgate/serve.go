@@ -142,8 +142,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	warnIfNamesRefused(log, cfg)
 	url := srv.URL()
-	key := srv.Engine.AgentKey()
-	fmt.Printf("toolgate serving on %s\nagent key: %s\nconsole: %s/#agent_key=%s\n", url, key, url, key)
+	printAgentKey(url, cfg, srv.Engine)
 	err = srv.Serve(ctx)
 	return errors.Join(err, srv.Close())
 }
@@ -160,4 +159,22 @@ func warnIfNamesRefused(log *slog.Logger, cfg server.Config) {
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		log.Warn("listening on all interfaces with no --allowed-hosts: requests addressed by a host name (not an IP address or localhost) are refused with 421, against DNS rebinding; list the names this gateway is reached by in --allowed-hosts (TOOLGATE_ALLOWED_HOSTS)")
 	}
+}
+
+// printAgentKey prints the serving line, then the agent key and the
+// console link when the gateway knows the key (configured, or read from
+// its key file), or where it went when only its hash is stored.
+func printAgentKey(url string, cfg server.Config, eng *server.Engine) {
+	fmt.Printf("toolgate serving on %s\n", url)
+	key, file := eng.AgentKey(), eng.AgentKeyFile()
+	switch {
+	case key == "":
+		fmt.Printf("agent key: not known here: the database holds only its hash and %s is missing; pass --agent-key to set one\n", file)
+		return
+	case cfg.AgentKey == "" && file != "":
+		fmt.Printf("agent key: %s (kept in %s)\n", key, file)
+	default:
+		fmt.Printf("agent key: %s\n", key)
+	}
+	fmt.Printf("console: %s/#agent_key=%s\n", url, key)
 }
