@@ -44,7 +44,7 @@ import (
 type Config struct {
 	Addr           string   // listen address, e.g. "127.0.0.1:8080"
 	DBPath         string   // SQLite file
-	AgentKey       string   // caller/admin secret; generated and stored when empty
+	AgentKey       string   // caller/admin secret; when empty, generated into the key file (agentkey.go)
 	ClientKey      string   // when set, required to create sessions
 	AllowedOrigins []string // CORS origins for browser clients on other origins
 

@@ -67,7 +67,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	var maxBody, maxTools, maxStreamSessions int64
 	f.str(&cfg.Addr, "addr", "TOOLGATE_ADDR", cfg.Addr, "listen address")
 	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite database file")
-	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret; generated at first start and stored when unset")
+	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret (also opens /metrics); when unset, generated at first start and written to <db>.agent-key (0600), the database keeping only its hash")
 	f.str(&cfg.ClientKey, "client-key", "TOOLGATE_CLIENT_KEY", "", "when set, required to create sessions")
 	f.str(&origins, "allowed-origins", "TOOLGATE_ALLOWED_ORIGINS", "", "comma-separated origins allowed by CORS, e.g. https://app.example.com; * for any")
 	f.str(&cfg.TLSCert, "tls-cert", "TOOLGATE_TLS_CERT", "", "PEM certificate file (chain, leaf first); with --tls-key, serves HTTPS and HTTP/2")
