@@ -23,6 +23,12 @@ const (
 	ETimeout          = "TIMEOUT"
 	EInternal         = "INTERNAL_ERROR"
 
+	// Browser-facing refusals: a POST body that is not JSON (415), and a
+	// request whose Host header names a host the gateway does not serve
+	// (421, against DNS rebinding).
+	EUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	EMisdirectedRequest   = "MISDIRECTED_REQUEST"
+
 	// Codes that only appear in a call's error, never as an HTTP error.
 	ECancelled    = "CANCELLED"
 	EDenied       = "DENIED"

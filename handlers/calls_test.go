@@ -218,6 +218,7 @@ func TestCallCreateOutlivesItsCaller(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/calls", strings.NewReader(`{"tool":"echo"}`))
 	req.Header.Set("Authorization", "Bearer "+agentKey)
+	req.Header.Set("Content-Type", "application/json")
 	if resp, err := ts.Client().Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatal("the request outlived its context")

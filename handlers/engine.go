@@ -138,6 +138,12 @@ type Options struct {
 	// SessionLimit bounds the sessions one client address may create;
 	// its zero value limits nothing.
 	SessionLimit SessionLimit
+	// ListenAddr and AllowedHosts decide which Host headers are answered
+	// (hostcheck.go): IP literals and localhost names always, the listen
+	// address's host when it is a name, and each allowed host ("*" for
+	// any, "*.example.com" for subdomains); others get 421.
+	ListenAddr   string
+	AllowedHosts []string
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)

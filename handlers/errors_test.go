@@ -36,6 +36,8 @@ func TestEngineErrorsMapToStatuses(t *testing.T) {
 		{toolgate.ESessionOffline, 503},
 		{toolgate.ETimeout, 504},
 		{toolgate.EInternal, 500},
+		{toolgate.EUnsupportedMediaType, 415},
+		{toolgate.EMisdirectedRequest, 421},
 		{"A_CODE_NOBODY_MAPPED", 500},
 	}
 	var scenarios []scenario

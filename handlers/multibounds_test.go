@@ -200,6 +200,7 @@ func TestStreamWriteTimeoutHTTP2(t *testing.T) {
 	client := &http.Client{Transport: transport}
 	open := func(sid string) (*http.Response, *bufio.Reader) {
 		req, _ := http.NewRequest("POST", ts.URL+"/v1/streams", strings.NewReader(`{"sessions":[{"session_id":"`+sid+`","token":"token-`+sid+`"}]}`))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)

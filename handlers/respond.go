@@ -29,6 +29,10 @@ var statusOf = map[string]int{
 	toolgate.ETimeout:          http.StatusGatewayTimeout,
 	toolgate.EInternal:         http.StatusInternalServerError,
 
+	// Browser-facing refusals (browser.go, hostcheck.go).
+	toolgate.EUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	toolgate.EMisdirectedRequest:   http.StatusMisdirectedRequest,
+
 	// The runs API on a gateway started without a model.
 	toolgate.EModelNotConfigured: http.StatusServiceUnavailable,
 }

@@ -75,6 +75,9 @@ func New(opts Options) *API {
 	r := chi.NewRouter()
 	a.router = r
 	r.Use(middleware.Recoverer)
+	// Browser-facing defaults (browser.go, hostcheck.go): the security
+	// headers on every reply, then the Host check before anything else.
+	r.Use(browserHeaders, newHostPolicy(opts.ListenAddr, opts.AllowedHosts).checkHost)
 	if len(opts.AllowedOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins:   opts.AllowedOrigins,
@@ -86,6 +89,7 @@ func New(opts Options) *API {
 		}))
 	}
 	r.Use(a.limitBody)
+	r.Use(requireJSON)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -95,7 +99,7 @@ func New(opts Options) *API {
 
 	r.Get("/healthz", a.handleHealth)
 	if opts.Metrics != nil {
-		r.Method("GET", "/metrics", opts.Metrics)
+		r.With(a.RequireAgent).Method("GET", "/metrics", opts.Metrics)
 	}
 
 	// Client API.
@@ -111,10 +115,15 @@ func New(opts Options) *API {
 			r.Use(a.requireSession)
 			r.Post("/tools", tools.handleToolsRegister)
 			r.Delete("/tools/{name}", tools.handleToolDelete)
-			r.Get("/events", stream.handleEvents)
-			r.Get("/poll", poll.handlePoll)
 			r.Post("/results", answers.handleResults)
 			r.Post("/progress", answers.handleProgress)
+		})
+		// The two routes a browser's EventSource (which cannot set a
+		// header) may reach with ?access_token=; no other route takes it.
+		r.Group(func(r chi.Router) {
+			r.Use(a.requireSessionQueryToken)
+			r.Get("/events", stream.handleEvents)
+			r.Get("/poll", poll.handlePoll)
 		})
 	})
 
@@ -205,12 +214,6 @@ func Bearer(r *http.Request, allowQuery bool) string {
 	return ""
 }
 
-// isStreaming reports whether the route accepts ?access_token=.
-func isStreaming(r *http.Request) bool {
-	p := r.URL.Path
-	return strings.HasSuffix(p, "/events") || strings.HasSuffix(p, "/poll")
-}
-
 // RequireAgent lets through only requests bearing the agent key.
 func (a *API) RequireAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -228,11 +231,21 @@ func (a *API) RequireAgent(next http.Handler) http.Handler {
 }
 
 // requireSession lets through only requests bearing the token of the
-// session named in the path.
+// session named in the path, in the Authorization header.
 func (a *API) requireSession(next http.Handler) http.Handler {
+	return a.sessionAuth(next, false)
+}
+
+// requireSessionQueryToken is requireSession that also takes the token as
+// ?access_token=, for GET /v1/sessions/{sid}/events and /poll only.
+func (a *API) requireSessionQueryToken(next http.Handler) http.Handler {
+	return a.sessionAuth(next, true)
+}
+
+func (a *API) sessionAuth(next http.Handler, allowQuery bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := chi.URLParam(r, "sid")
-		if err := a.auth.AuthorizeSession(r.Context(), sid, Bearer(r, isStreaming(r))); err != nil {
+		if err := a.auth.AuthorizeSession(r.Context(), sid, Bearer(r, allowQuery)); err != nil {
 			WriteError(w, r, err)
 			return
 		}

@@ -81,7 +81,9 @@ func (a *gatewayAPI) do(ctx context.Context, client *http.Client, method, path, 
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
+	if body != nil || method == http.MethodPost {
+		// Every POST is declared JSON, with a body or without: the
+		// gateway refuses any other (415).
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")

@@ -218,6 +218,7 @@ func TestRefusedSessionIsReplaced(t *testing.T) {
 	saved, _ := store.Load()
 	req, _ := http.NewRequest(http.MethodPost, g.URL+"/v1/sessions/"+first+"/close", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer "+saved.Token)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func answeringClient(tb testing.TB, g *gateway, s session) (stop func()) {
 			body, _ := json.Marshal(map[string]any{"type": "tool_result", "id": ev.ID, "success": true, "output": ev.Args})
 			post, _ := http.NewRequest("POST", resultsURL, bytes.NewReader(body))
 			post.Header.Set("Authorization", "Bearer "+s.Token)
+			post.Header.Set("Content-Type", "application/json")
 			r, err := benchHTTP.Do(post)
 			if err != nil {
 				return
@@ -109,6 +110,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				} else {
 					req, _ := http.NewRequest("POST", g.URL+"/v1/calls", bytes.NewReader(httpBody))
 					req.Header.Set("Authorization", "Bearer "+testAgentKey)
+					req.Header.Set("Content-Type", "application/json")
 					resp, err := http.DefaultClient.Do(req)
 					if err != nil {
 						b.Fatal(err)

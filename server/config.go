@@ -47,7 +47,7 @@ import (
 type Config struct {
 	Addr           string   // listen address, e.g. "127.0.0.1:8080"
 	DBPath         string   // SQLite file
-	AgentKey       string   // caller/admin secret; generated and stored when empty
+	AgentKey       string   // caller/admin secret; when empty, generated into the key file (agentkey.go)
 	ClientKey      string   // when set, required to create sessions
 	AllowedOrigins []string // CORS origins for browser clients on other origins
 
@@ -118,6 +118,14 @@ type Config struct {
 	// ToolNamePattern, when set, is a regular expression every registered
 	// tool name must also match (the gateway's name policy).
 	ToolNamePattern string
+
+	// AllowedHosts are the names, besides IP addresses, localhost and the
+	// listen address's host, that requests may give as their Host
+	// ("*.example.com" for subdomains, "*" for any); others are refused
+	// with 421, against DNS rebinding. A gateway behind a proxy that
+	// passes the public name on, or on all interfaces and reached by name,
+	// lists that name here.
+	AllowedHosts []string
 
 	// Now, when set, replaces the wall clock for grace, time-to-live and
 	// pruning decisions (tests use it to move time without sleeping).
@@ -272,6 +280,11 @@ func (c Config) Validate() error {
 	}
 	if math.IsNaN(c.SessionRate) || math.IsNaN(c.RunRate) {
 		errs = append(errs, errors.New("session rate and run rate must be numbers"))
+	}
+	for _, h := range c.AllowedHosts {
+		if strings.ContainsAny(h, "/ ") || h == "" {
+			errs = append(errs, fmt.Errorf("allowed host %q must be a host name such as gw.example.com, *.example.com or *, without scheme or path", h))
+		}
 	}
 	switch {
 	case c.TLSCert != "" && c.TLSKey == "":

@@ -43,7 +43,7 @@ type Engine struct {
 	st       *store.Store
 	log      *slog.Logger
 	now      func() time.Time
-	agentKey string
+	agentKey agentKey // the caller/admin secret, known by its hash (agentkey.go)
 	builtins BuiltinTools
 	hooks    *agentloop.Hooks // before-call hooks and registration rules
 	metrics  *metrics
@@ -149,14 +149,8 @@ func (e *Engine) Close() {
 	e.sessions.closeAll()
 }
 
-// AgentKey returns the caller/admin secret.
-func (e *Engine) AgentKey() string { return e.agentKey }
-
 // Store returns the engine's store.
 func (e *Engine) Store() *store.Store { return e.st }
-
-// IsAgentKey reports whether secret is the agent key.
-func (e *Engine) IsAgentKey(secret string) bool { return secretEqual(secret, e.agentKey) }
 
 // IsClientKey reports whether secret may create sessions: true for anyone
 // when no client key is configured, else the client key or the agent key.
@@ -165,29 +159,6 @@ func (e *Engine) IsClientKey(secret string) bool {
 		return true
 	}
 	return secretEqual(secret, e.cfg.ClientKey) || e.IsAgentKey(secret)
-}
-
-const agentKeySetting = "agent_key"
-
-// loadAgentKey takes the configured key, or the stored one, or generates and
-// stores a new one at first start.
-func (e *Engine) loadAgentKey(ctx context.Context) error {
-	if e.cfg.AgentKey != "" {
-		e.agentKey = e.cfg.AgentKey
-		return nil
-	}
-	key, ok, err := e.st.Setting(ctx, agentKeySetting)
-	if err != nil {
-		return fmt.Errorf("read agent key: %w", err)
-	}
-	if !ok {
-		key = "tga_" + newSecret()
-		if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(agentKeySetting, key) }); err != nil {
-			return fmt.Errorf("store agent key: %w", err)
-		}
-	}
-	e.agentKey = key
-	return nil
 }
 
 // newSecret returns 32 random bytes, base64url-encoded.

@@ -177,6 +177,7 @@ func (g *gateway) runStream(path, secret string, body any) *stream {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", g.URL+path, strings.NewReader(string(data)))
 	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	return g.sseRequest(req, cancel)
 }

@@ -316,6 +316,7 @@ func mustRequest(t testing.TB, method, url string, body any) *http.Request {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+testAgentKey)
+	req.Header.Set("Content-Type", "application/json")
 	return req
 }
 

@@ -198,7 +198,7 @@ func TestOfflineGraceAndExpiry(t *testing.T) {
 
 // TestHealthAndMetrics: /healthz answers, /metrics speaks the Prometheus
 // text format with sessions online, calls by status and the latency
-// histogram.
+// histogram — to the agent key only.
 func TestHealthAndMetrics(t *testing.T) {
 	g := startGateway(t, nil)
 	g.call("GET", "/healthz", "", nil, 200, nil)
@@ -210,7 +210,10 @@ func TestHealthAndMetrics(t *testing.T) {
 	g.answer(s, rec.ID, "ok")
 	g.waitCall(rec.ID)
 
-	status, body := g.do("GET", "/metrics", "", nil)
+	if status, body := g.do("GET", "/metrics", "", nil); status != 401 {
+		t.Errorf("metrics without the agent key: %d %s, want 401", status, body)
+	}
+	status, body := g.do("GET", "/metrics", testAgentKey, nil)
 	if status != 200 {
 		t.Fatalf("metrics: %d", status)
 	}

@@ -368,6 +368,7 @@ func TestMultiNeedsACredential(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, method, g.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, "", err

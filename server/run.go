@@ -98,6 +98,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 
 		MaxStreamSessions: cfg.MaxStreamSessions,
 		SessionLimit:      cfg.sessionLimit(),
+
+		ListenAddr:   cfg.Addr,
+		AllowedHosts: cfg.AllowedHosts,
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

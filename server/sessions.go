@@ -181,7 +181,7 @@ func (e *Engine) checkMetadata(raw json.RawMessage) (string, error) {
 	// The text is kept as given only when it says what obj says: a
 	// member named twice decodes to its last value, so the text could
 	// hold a secret that obj, once checked, does not.
-	if dropSecrets(obj, e.agentKey) || hasDuplicateKey(raw) {
+	if dropSecrets(obj, e.holdsAgentKey) || hasDuplicateKey(raw) {
 		b, err := json.Marshal(obj)
 		if err != nil {
 			return "", err
@@ -528,10 +528,10 @@ func hasDuplicateKey(raw []byte) bool {
 // key (a page's URL with the key in its fragment, say), so that the agent
 // key is never stored with a session nor shown by GET /v1/sessions. It
 // reports whether it removed anything.
-func dropSecrets(v any, agentKey string) bool {
+func dropSecrets(v any, isKey func(string) bool) bool {
 	holdsKey := func(v any) bool {
 		s, ok := v.(string)
-		return ok && agentKey != "" && strings.Contains(s, agentKey)
+		return ok && isKey(s)
 	}
 	dropped := false
 	switch v := v.(type) {
@@ -542,7 +542,7 @@ func dropSecrets(v any, agentKey string) bool {
 				dropped = true
 				continue
 			}
-			dropped = dropSecrets(x, agentKey) || dropped
+			dropped = dropSecrets(x, isKey) || dropped
 		}
 	case []any:
 		for i, x := range v {
@@ -551,7 +551,7 @@ func dropSecrets(v any, agentKey string) bool {
 				dropped = true
 				continue
 			}
-			dropped = dropSecrets(x, agentKey) || dropped
+			dropped = dropSecrets(x, isKey) || dropped
 		}
 	}
 	return dropped

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -83,6 +84,9 @@ func Open(path string, log *slog.Logger) (*Store, error) {
 	}
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("store: database path %q must not contain '?' or '#'", path)
+	}
+	if err := createPrivate(path, log); err != nil {
+		return nil, err
 	}
 	writer, err := sqlx.Open("sqlite", dsn(path, false))
 	if err != nil {
@@ -161,6 +165,31 @@ func Open(path string, log *slog.Logger) (*Store, error) {
 	return s, nil
 }
 
+// createPrivate creates the database file readable by its owner alone
+// (0600, whatever the umask) before SQLite opens it; SQLite gives the -wal
+// and -shm files it creates beside it the main file's permissions, so they
+// are 0600 too. The database holds every call's arguments and results, and
+// people read it with SQL. A file that already exists keeps its mode; one
+// that others may read is logged, for the operator to tighten.
+func createPrivate(path string, log *slog.Logger) error {
+	if path == ":memory:" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		// The umask can only take bits away from 0600; Chmod makes it
+		// exactly 0600 all the same.
+		return errors.Join(f.Chmod(0o600), f.Close())
+	case !errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("store: create %s: %w", path, err)
+	}
+	if info, err := os.Stat(path); err == nil && info.Mode().Perm()&0o077 != 0 {
+		log.Warn("the database file can be read by other users; chmod 600 it (and its -wal and -shm)", "path", path, "mode", info.Mode().Perm().String())
+	}
+	return nil
+}
+
 // Close stops the writer after the operations already submitted, then
 // closes the database.
 func (s *Store) Close() error {
@@ -233,6 +262,7 @@ func migrate(db *sqlx.DB) error {
 var (
 	qGetSetting = query(`SELECT value FROM settings WHERE key = ?`)
 	qPutSetting = query(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+	qDelSetting = query(`DELETE FROM settings WHERE key = ?`)
 )
 
 // Setting reads a value from the settings table; ok is false when unset.
@@ -247,6 +277,12 @@ func (s *Store) Setting(ctx context.Context, key string) (value string, ok bool,
 // PutSetting stores a value in the settings table.
 func (tx *Tx) PutSetting(key, value string) error {
 	_, err := tx.exec(qPutSetting, key, value)
+	return err
+}
+
+// DeleteSetting removes a value from the settings table (nothing when unset).
+func (tx *Tx) DeleteSetting(key string) error {
+	_, err := tx.exec(qDelSetting, key)
 	return err
 }
 

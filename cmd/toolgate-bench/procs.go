@@ -256,12 +256,13 @@ func vmRSS(pid int) (int64, error) {
 }
 
 // metricValue reads one unlabelled counter or gauge from a Prometheus
-// text exposition at url.
-func metricValue(ctx context.Context, client *http.Client, url, name string) (float64, error) {
+// text exposition at url, which the agent key opens.
+func metricValue(ctx context.Context, client *http.Client, url, agentKey, name string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return 0, err
 	}
+	req.Header.Set("Authorization", "Bearer "+agentKey)
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err

@@ -194,7 +194,7 @@ func processTargets(ctx context.Context, bin, tmp, agentKey string, n int) ([]*t
 			system: sys, sessions: sess,
 			call: httpCaller(client, url, agentKey, sess),
 			transactions: func(ctx context.Context) (float64, error) {
-				return metricValue(ctx, client, url+"/metrics", "toolgate_db_transactions_total")
+				return metricValue(ctx, client, url+"/metrics", agentKey, "toolgate_db_transactions_total")
 			},
 			cpu:  []cpuMeter{pidCPU(roleGateway, g.proc.pid()), pidCPU(roleClient, cl.pid()), selfCPU(roleCaller)},
 			stop: func() { cl.stop(); g.kill() },

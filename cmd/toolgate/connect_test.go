@@ -114,6 +114,7 @@ func agentDo(t *testing.T, g *gatewaytest.Gateway, method, path string, body, ou
 	}
 	req, _ := http.NewRequest(method, g.URL+path, reader)
 	req.Header.Set("Authorization", "Bearer "+g.AgentKey)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	var maxBody, maxTools, maxStreamSessions int64
 	f.str(&cfg.Addr, "addr", "TOOLGATE_ADDR", cfg.Addr, "listen address")
 	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite database file")
-	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret; generated at first start and stored when unset")
+	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret (also opens /metrics); when unset, generated at first start and written to <db>.agent-key (0600), the database keeping only its hash")
 	f.str(&cfg.ClientKey, "client-key", "TOOLGATE_CLIENT_KEY", "", "when set, required to create sessions")
 	f.str(&origins, "allowed-origins", "TOOLGATE_ALLOWED_ORIGINS", "", "comma-separated origins allowed by CORS, e.g. https://app.example.com; * for any")
 	f.str(&cfg.TLSCert, "tls-cert", "TOOLGATE_TLS_CERT", "", "PEM certificate file (chain, leaf first); with --tls-key, serves HTTPS and HTTP/2")
@@ -95,6 +96,9 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	var maxMetadata int64
 	f.integer(&maxMetadata, "max-metadata-bytes", "TOOLGATE_MAX_METADATA_BYTES", int64(cfg.MaxMetadataBytes), "largest session metadata, in bytes of compact JSON (413 past it)")
 	abuseLimits := addAbuseLimitFlags(f, cfg) // serve_limits.go
+	// Browser-facing defaults and secrets at rest.
+	var allowedHosts string
+	f.str(&allowedHosts, "allowed-hosts", "TOOLGATE_ALLOWED_HOSTS", "", "comma-separated host names requests may address besides IP addresses and localhost, e.g. gw.example.com,*.example.com; * for any (DNS rebinding guard)")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -112,6 +116,11 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+		}
+	}
+	for _, h := range strings.Split(allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
 		}
 	}
 	var level slog.Level
@@ -137,9 +146,41 @@ func runServe(ctx context.Context, args []string) error {
 	if err := srv.Listen(); err != nil {
 		return errors.Join(err, srv.Close())
 	}
+	warnIfNamesRefused(log, cfg)
 	url := srv.URL()
-	key := srv.Engine.AgentKey()
-	fmt.Printf("toolgate serving on %s\nagent key: %s\nconsole: %s/#agent_key=%s\n", url, key, url, key)
+	printAgentKey(url, cfg, srv.Engine)
 	err = srv.Serve(ctx)
 	return errors.Join(err, srv.Close())
+}
+
+// warnIfNamesRefused warns when the gateway listens on all interfaces with
+// no --allowed-hosts: it then answers requests by address and localhost
+// only, and refuses (421) those that name it, as a proxy passing its
+// public name on does.
+func warnIfNamesRefused(log *slog.Logger, cfg server.Config) {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil || len(cfg.AllowedHosts) > 0 {
+		return
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		log.Warn("listening on all interfaces with no --allowed-hosts: requests addressed by a host name (not an IP address or localhost) are refused with 421, against DNS rebinding; list the names this gateway is reached by in --allowed-hosts (TOOLGATE_ALLOWED_HOSTS)")
+	}
+}
+
+// printAgentKey prints the serving line, then the agent key and the
+// console link when the gateway knows the key (configured, or read from
+// its key file), or where it went when only its hash is stored.
+func printAgentKey(url string, cfg server.Config, eng *server.Engine) {
+	fmt.Printf("toolgate serving on %s\n", url)
+	key, file := eng.AgentKey(), eng.AgentKeyFile()
+	switch {
+	case key == "":
+		fmt.Printf("agent key: not known here: the database holds only its hash and %s is missing; pass --agent-key to set one\n", file)
+		return
+	case cfg.AgentKey == "" && file != "":
+		fmt.Printf("agent key: %s (kept in %s)\n", key, file)
+	default:
+		fmt.Printf("agent key: %s\n", key)
+	}
+	fmt.Printf("console: %s/#agent_key=%s\n", url, key)
 }

@@ -22,6 +22,24 @@ import (
 	"github.com/toolgate/toolgate/mobile"
 )
 
+// TestServeAllowedHostsFlag: --allowed-hosts (or TOOLGATE_ALLOWED_HOSTS) is
+// a comma list; an entry with a scheme is refused, naming it.
+func TestServeAllowedHostsFlag(t *testing.T) {
+	t.Setenv("TOOLGATE_ALLOWED_HOSTS", "")
+	os.Unsetenv("TOOLGATE_ALLOWED_HOSTS")
+	cfg, _, err := serveFlags([]string{"--allowed-hosts", " gw.example.com, *.example.org ,"})
+	if err != nil || strings.Join(cfg.AllowedHosts, "|") != "gw.example.com|*.example.org" {
+		t.Errorf("from the flag: %q, %v", cfg.AllowedHosts, err)
+	}
+	if _, _, err := serveFlags([]string{"--allowed-hosts", "https://gw.example.com"}); err == nil || !strings.Contains(err.Error(), `"https://gw.example.com"`) {
+		t.Errorf("a URL as a host: %v", err)
+	}
+	t.Setenv("TOOLGATE_ALLOWED_HOSTS", "*")
+	if cfg, _, err := serveFlags(nil); err != nil || strings.Join(cfg.AllowedHosts, "|") != "*" {
+		t.Errorf("from the environment: %q, %v", cfg.AllowedHosts, err)
+	}
+}
+
 // TestServeTLSFlags: --tls-cert and --tls-key come from the flags or from
 // TOOLGATE_TLS_CERT and TOOLGATE_TLS_KEY (a flag wins over its variable),
 // and one without the other is refused naming what is missing.
@@ -142,6 +160,7 @@ func TestServeTLSWithConnect(t *testing.T) {
 		body, _ := json.Marshal(map[string]any{"session_id": sid, "tool": "echo", "args": map[string]string{"text": "over https"}, "timeout_ms": 5000})
 		req, _ := http.NewRequest("POST", g.URL+"/v1/calls", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+g.AgentKey)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)

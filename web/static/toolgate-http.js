@@ -67,10 +67,10 @@ export async function requestJSON(fetchFn, url, opts = {}) {
   const headers = { Accept: "application/json", ...opts.headers };
   if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
   let body;
-  if (opts.body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    body = JSON.stringify(opts.body);
-  }
+  // Every POST is declared JSON, even one with no body: the gateway
+  // refuses any other with 415.
+  if (opts.body !== undefined || opts.method === "POST") headers["Content-Type"] = "application/json";
+  if (opts.body !== undefined) body = JSON.stringify(opts.body);
   let res;
   try {
     res = await fetchFn(url, { method: opts.method ?? "GET", headers, body, signal: opts.signal, cache: "no-store" });

@@ -93,7 +93,7 @@ export class Gateway {
   async api(path, { method = "GET", body, headers = {} } = {}) {
     const res = await fetch(`${this.url}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${this.agentKey}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
+      headers: { Authorization: `Bearer ${this.agentKey}`, ...(body === undefined && method !== "POST" ? {} : { "Content-Type": "application/json" }), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
