@@ -31,6 +31,9 @@ var statusOf = map[string]int{
 
 	// The runs API on a gateway started without a model.
 	toolgate.EModelNotConfigured: http.StatusServiceUnavailable,
+
+	// A write the full disk could not take.
+	toolgate.EStorageFull: http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status for an error code (500 when unknown).
