@@ -115,7 +115,8 @@ func decodeBytes(body []byte, v any, strict bool) error {
 	if err := dec.Decode(v); err != nil {
 		return toolgate.Errorf(toolgate.EBadRequest, "%s", describeJSONError(err))
 	}
-	if dec.More() {
+	// Only white space may follow (dec.More would let a stray "]" or "}" pass).
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return toolgate.Errorf(toolgate.EBadRequest, "the body must hold one JSON value")
 	}
 	return nil
