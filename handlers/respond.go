@@ -115,8 +115,9 @@ func decodeBytes(body []byte, v any, strict bool) error {
 	if err := dec.Decode(v); err != nil {
 		return toolgate.Errorf(toolgate.EBadRequest, "%s", describeJSONError(err))
 	}
-	// Only white space may follow (dec.More would let a stray "]" or "}" pass).
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
+	// Only JSON's white space may follow (dec.More would let a stray "]"
+	// or "}" pass, bytes.TrimSpace a "\v").
+	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 {
 		return toolgate.Errorf(toolgate.EBadRequest, "the body must hold one JSON value")
 	}
 	return nil
