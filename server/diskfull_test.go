@@ -18,7 +18,8 @@ import (
 // TestFullDiskRefusesWritesAndRecovers runs a gateway whose database lives
 // on a small tmpfs and fills the rest of it. Every kind of write — a new
 // session, a tool registration, a call, an answer — is then refused with
-// 503 STORAGE_FULL and changes nothing; reads are still served. Once the
+// 503 STORAGE_FULL and changes nothing; reads are still served (a call, the
+// list, a stream that delivers the open call, a poll). Once the
 // filler is deleted, the same writes succeed without a restart, and after
 // a restart exactly the calls a caller was told were created exist.
 func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
@@ -55,7 +56,6 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 		refused = true
 		break
 	}
-	t.Logf("%d calls created before the first refusal", len(acked))
 	if !refused {
 		t.Fatalf("%d calls were created on a full disk", len(acked))
 	}
@@ -88,6 +88,13 @@ func TestFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	if first.Status == "completed" {
 		t.Fatalf("the refused answer was applied: %+v", first)
 	}
+	st := g.openStream(s, "")
+	st.nextOfType("ready")
+	if ev := st.nextOfType("tool_call_request"); ev.Data["id"] != acked[0] {
+		t.Fatalf("the stream opened on a full disk sent %v first, want call %s", ev.Data, acked[0])
+	}
+	st.Close()
+	g.call("GET", "/v1/sessions/"+s.ID+"/poll?wait_ms=0", s.Token, nil, 200, nil)
 	if got := listCallIDs(g, s.ID); !sameIDs(got, acked) {
 		t.Fatalf("calls listed on a full disk = %d, want the %d acknowledged", len(got), len(acked))
 	}
