@@ -49,10 +49,12 @@ func FuzzCheckToolParameters(f *testing.F) {
 		if !json.Valid(raw) {
 			t.Fatalf("parameters %q accepted, but they are not valid JSON", raw)
 		}
-		var top struct {
-			Type any `json:"type"`
-		}
-		if err := json.Unmarshal(raw, &top); err != nil || top.Type != "object" {
+		// A map, for the exact key (a struct field would also match "TYPE");
+		// numbers as written (1e999 is valid JSON, but no float64).
+		var top map[string]any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&top); err != nil || top["type"] != "object" {
 			t.Fatalf(`parameters %q accepted without the top-level "type": "object" (%v)`, raw, err)
 		}
 	})
