@@ -31,6 +31,23 @@ race:
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./handlers ./mobile ./agentloop ./cmd/toolgate
 
+# Runs each fuzz target for FUZZTIME: go test fuzzes one target of one
+# package per invocation. Their committed corpora (testdata/fuzz/) also run
+# as plain tests in `make test`. A new input that fails is written to the
+# package's testdata/fuzz/; commit it with the fix. The first run builds
+# the packages with coverage instrumentation (for ./server that includes
+# SQLite: minutes), later runs take it from the build cache.
+FUZZTIME ?= 10s
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -fuzz
+.PHONY: fuzz
+fuzz:
+	$(FUZZ) '^FuzzDecodeRequest$$' ./handlers
+	$(FUZZ) '^FuzzCursorParams$$' ./handlers
+	$(FUZZ) '^FuzzValidateArgs$$' ./server
+	$(FUZZ) '^FuzzCheckToolParameters$$' .
+	$(FUZZ) '^FuzzCheckToolSpec$$' .
+	$(FUZZ) '^FuzzSSEStream$$' ./mobile
+
 # End-to-end tests of the browser SDK and page in Debian's Chromium, behind nginx.
 e2e:
 	bash web/e2e/run.sh

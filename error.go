@@ -38,6 +38,11 @@ const (
 	// with a message that says what to set.
 	EModelNotConfigured = "MODEL_NOT_CONFIGURED"
 
+	// A write the gateway could not store because the disk holding its
+	// database is full (503); nothing was changed, and the same request
+	// succeeds once space is freed.
+	EStorageFull = "STORAGE_FULL"
+
 	// Codes that only appear in a failed run's error.
 	EMaxSteps   = "MAX_STEPS"   // the model had not answered after max_steps turns
 	EModelError = "MODEL_ERROR" // the model endpoint failed or answered nonsense

@@ -35,6 +35,9 @@ var statusOf = map[string]int{
 
 	// The runs API on a gateway started without a model.
 	toolgate.EModelNotConfigured: http.StatusServiceUnavailable,
+
+	// A write the full disk could not take.
+	toolgate.EStorageFull: http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status for an error code (500 when unknown).
@@ -116,7 +119,9 @@ func decodeBytes(body []byte, v any, strict bool) error {
 	if err := dec.Decode(v); err != nil {
 		return toolgate.Errorf(toolgate.EBadRequest, "%s", describeJSONError(err))
 	}
-	if dec.More() {
+	// Only JSON's white space may follow (dec.More would let a stray "]"
+	// or "}" pass, bytes.TrimSpace a "\v").
+	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 {
 		return toolgate.Errorf(toolgate.EBadRequest, "the body must hold one JSON value")
 	}
 	return nil

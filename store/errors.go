@@ -6,6 +6,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/toolgate/toolgate"
 )
 
 // ErrClosed is returned by writes submitted after Close.
@@ -15,6 +17,14 @@ var ErrClosed = errors.New("store: closed")
 // errors.Is) when another call already holds the new call's
 // idempotency key: a retried request that raced the first one.
 var ErrDuplicateIdempotencyKey = errors.New("store: a call with this idempotency key already exists")
+
+// ErrStorageFull is found (with errors.Is) in the error of a write that
+// was not stored because the disk holding the database has no space left.
+// The write was rolled back; the same write succeeds once space is freed.
+// The error's chain also holds a *toolgate.Error with the code
+// STORAGE_FULL, so that it reaches a client as such (503) and not as an
+// internal error.
+var ErrStorageFull = errors.New("store: the disk holding the database is full")
 
 // isUniqueViolation reports whether err is SQLite refusing a second row
 // with a value a UNIQUE index holds already (not the primary key, which
@@ -31,4 +41,41 @@ func uniqueAs(err error, sentinel error) error {
 		return fmt.Errorf("%w: %w", sentinel, err)
 	}
 	return err
+}
+
+// isNoSpace reports whether err is SQLite failing for want of disk space:
+// SQLITE_FULL (a write to the database or its WAL got ENOSPC), or
+// SQLITE_IOERR_SHMSIZE (the WAL index could not be grown, which on a
+// full disk is the same cause).
+func isNoSpace(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code()&0xff == sqlite3.SQLITE_FULL || se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE
+}
+
+// storageFullAs returns err as a storageFullError when SQLite failed it
+// for want of disk space (once: an error already translated is returned
+// as it is); any other error as it is.
+func storageFullAs(err error) error {
+	if err == nil || errors.Is(err, ErrStorageFull) || !isNoSpace(err) {
+		return err
+	}
+	return storageFullError{driver: err}
+}
+
+// storageFullError is a write refused for want of disk space: it is
+// ErrStorageFull, a *toolgate.Error with STORAGE_FULL, and the driver's
+// error, in that order.
+type storageFullError struct{ driver error }
+
+func (e storageFullError) Error() string {
+	return ErrStorageFull.Error() + ": " + e.driver.Error()
+}
+
+func (e storageFullError) Unwrap() []error {
+	return []error{ErrStorageFull, toolgate.Errorf(toolgate.EStorageFull,
+		"the disk holding the gateway's database is full, so this change was not stored; nothing was changed: retry once the operator has freed space"),
+		e.driver}
 }

@@ -174,6 +174,8 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			if err == nil {
 				err = commitErr
 			}
+			// A full disk is told as such (ErrStorageFull), not as SQLite's error.
+			err = storageFullAs(err)
 			if op.result != nil {
 				op.result <- err
 			} else if err != nil {
