@@ -46,6 +46,7 @@ fuzz:
 	$(FUZZ) '^FuzzValidateArgs$$' ./server
 	$(FUZZ) '^FuzzCheckToolParameters$$' .
 	$(FUZZ) '^FuzzCheckToolSpec$$' .
+	$(FUZZ) '^FuzzCheckStrictJSON$$' .
 	$(FUZZ) '^FuzzSSEStream$$' ./mobile
 
 # End-to-end tests of the browser SDK and page in Debian's Chromium, behind nginx.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -63,17 +64,18 @@ func FuzzValidateArgs(f *testing.F) {
 		}
 	}
 	entries := make([]*toolEntry, len(fuzzedSchemas))
+	schemas := newSchemaCache()
 	for i, raw := range fuzzedSchemas {
-		sch, err := compileSchema(json.RawMessage(raw))
+		entry, err := newToolEntry(schemas, toolgate.ToolSpec{Name: "fuzzed", Parameters: json.RawMessage(raw)}, time.Time{})
 		if err != nil {
 			f.Fatalf("schema %d: %v", i, err)
 		}
-		entries[i] = &toolEntry{spec: toolgate.ToolSpec{Name: "fuzzed"}, schema: sch}
+		entries[i] = entry
 	}
 	f.Fuzz(func(t *testing.T, args []byte, which uint8) {
 		entry := entries[int(which)%len(entries)]
 		var err error
-		if spent := cputime.Spent(func() { err = entry.validateArgs(args) }); spent > argsBudget {
+		if spent := cputime.Spent(func() { err = entry.validateArgs(context.Background(), args) }); spent > argsBudget {
 			t.Fatalf("validating %d bytes of args took %s of CPU", len(args), spent)
 		}
 		if err == nil {
@@ -83,8 +85,10 @@ func FuzzValidateArgs(f *testing.F) {
 			return
 		}
 		var te *toolgate.Error
-		if !errors.As(err, &te) || te.Code != toolgate.EInvalidArgs || te.Message == "" {
-			t.Fatalf("args %q refused with %v, want INVALID_ARGS with a message", args, err)
+		// Args that are not strict JSON (toolgate.CheckStrictJSON) are
+		// BAD_REQUEST; args that do not match the schema INVALID_ARGS.
+		if !errors.As(err, &te) || (te.Code != toolgate.EInvalidArgs && te.Code != toolgate.EBadRequest) || te.Message == "" {
+			t.Fatalf("args %q refused with %v, want INVALID_ARGS or BAD_REQUEST with a message", args, err)
 		}
 	})
 }
