@@ -91,6 +91,11 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.integer(&maxBody, "max-body", "TOOLGATE_MAX_BODY", cfg.MaxBodyBytes, "request body limit in bytes")
 	f.integer(&maxTools, "max-tools", "TOOLGATE_MAX_TOOLS", int64(cfg.MaxToolsPerSess), "tools one session may hold")
 	f.integer(&maxStreamSessions, "max-stream-sessions", "TOOLGATE_MAX_STREAM_SESSIONS", int64(cfg.MaxStreamSessions), "sessions one multi-session stream or poll may carry")
+	// Connections and slow clients (issue 14).
+	var maxStreamsPerSession, maxConnections int64
+	f.integer(&maxStreamsPerSession, "max-streams-per-session", "TOOLGATE_MAX_STREAMS_PER_SESSION", int64(cfg.MaxStreamsPerSession), "streams and held polls one session may hold at once; a newer one replaces the oldest")
+	f.integer(&maxConnections, "max-connections", "TOOLGATE_MAX_CONNECTIONS", int64(cfg.MaxConnections), "connections served at once, more wait to be accepted; 0 derives it from the file-descriptor limit")
+	f.duration(&cfg.BodyReadTimeout, "body-read-timeout", "TOOLGATE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout, "how long a client may take to send a request's headers, and then its body")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -103,6 +108,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg.MaxBodyBytes = maxBody
 	cfg.MaxToolsPerSess = int(maxTools)
 	cfg.MaxStreamSessions = int(maxStreamSessions)
+	cfg.MaxStreamsPerSession, cfg.MaxConnections = int(maxStreamsPerSession), int(maxConnections)
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
