@@ -119,7 +119,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 }
 
 // Listen binds the configured address (port 0 picks a free port; URL
-// tells which). Serve calls it when it has not been called.
+// tells which). Serve calls it when it has not been called. The listener
+// holds at most Config.MaxConnections connections at once (see
+// connlimit.go); more wait in the kernel's accept queue.
 func (s *Server) Listen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,7 +135,9 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.Config.Addr, err)
 	}
-	s.listener = ln
+	limit := connectionLimit(s.Config.MaxConnections)
+	s.log.Info("connection limit", "max_connections", limit)
+	s.listener = limitConnections(ln, limit, s.log)
 	return nil
 }
 
