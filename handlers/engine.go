@@ -141,6 +141,9 @@ type Options struct {
 	// MaxStreamSessions bounds the sessions of one multi-session stream
 	// or poll (POST /v1/streams, POST /v1/poll); 0 means 64.
 	MaxStreamSessions int
+	// BodyReadTimeout bounds the reading of a request's body (see
+	// readBodyWithin); 0 means 10 s.
+	BodyReadTimeout time.Duration
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)

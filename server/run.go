@@ -97,12 +97,17 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		MaxCallWait:    cfg.MaxTimeout,
 
 		MaxStreamSessions: cfg.MaxStreamSessions,
+		BodyReadTimeout:   cfg.BodyReadTimeout,
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.http = &http.Server{
-		Handler:           s.api,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.api,
+		// The headers, then (handlers.Options.BodyReadTimeout) the body,
+		// must each arrive within the body read timeout: a client that
+		// trickles them in is cut off after seconds. No ReadTimeout:
+		// streams and held polls live long once their request is read.
+		ReadHeaderTimeout: cfg.BodyReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return handlers.WithLogger(baseCtx, log) },
 		// With a certificate, Serve serves TLS and net/http negotiates
