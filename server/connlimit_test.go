@@ -106,3 +106,21 @@ func TestConnectionLimitQueuesTheNinth(t *testing.T) {
 		t.Errorf("the limit was logged %d times, want once", n)
 	}
 }
+
+// The connection settings: zero takes the defaults, a negative one is
+// refused with a sentence naming it.
+func TestConnectionSettingsValidated(t *testing.T) {
+	d := Config{}.withDefaults()
+	if d.MaxStreamsPerSession != 8 || d.BodyReadTimeout != 10*time.Second || d.MaxConnections != 0 {
+		t.Fatalf("defaults: %d streams per session, %s body read timeout, %d connections", d.MaxStreamsPerSession, d.BodyReadTimeout, d.MaxConnections)
+	}
+	for name, c := range map[string]Config{
+		"max streams per session": {MaxStreamsPerSession: -1},
+		"max connections":         {MaxConnections: -1},
+		"body read timeout":       {BodyReadTimeout: -time.Second},
+	} {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s negative: %v", name, err)
+		}
+	}
+}
