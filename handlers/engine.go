@@ -110,12 +110,20 @@ type Listener interface {
 	// Done is closed when the session has closed or expired (and at
 	// shutdown).
 	Done() <-chan struct{}
-	// EndReason, once Done is closed, is why: "closed" or "expired"; ""
-	// when the session did not end (the gateway is shutting down).
+	// EndReason is why the stream or poll ended: EndReplaced once a newer
+	// stream or poll of the session took its place (the engine then
+	// signals Wake, or notify, a last time; Done stays open); once Done
+	// is closed, "closed" or "expired", or "" when the session did not
+	// end (the gateway is shutting down). "" while it goes on.
 	EndReason() string
 	// Close ends the stream or poll; the session's presence is updated.
 	Close()
 }
+
+// EndReplaced is the EndReason of a stream or poll that a newer one of
+// the same session replaced: a session holds a few at most
+// (--max-streams-per-session), and the oldest gives way.
+const EndReplaced = "replaced"
 
 // Options configure the router.
 type Options struct {
@@ -144,6 +152,9 @@ type Options struct {
 	// any, "*.example.com" for subdomains); others get 421.
 	ListenAddr   string
 	AllowedHosts []string
+	// BodyReadTimeout bounds the reading of a request's body (see
+	// readBodyWithin); 0 means 10 s.
+	BodyReadTimeout time.Duration
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)

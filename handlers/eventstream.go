@@ -82,6 +82,9 @@ func (s *eventStream) step(ctx context.Context, woken bool) stepResult {
 			for _, ev := range b.events {
 				body = appendSSE(body, ev)
 			}
+			if b.left == EndReplaced {
+				body = appendReplaced(body, b.sid)
+			}
 			if b.left != "" {
 				result = streamEnds
 			}
@@ -96,6 +99,7 @@ func (s *eventStream) step(ctx context.Context, woken bool) stepResult {
 		switch b.left {
 		case "":
 		case endShutdown:
+			// The gateway stops: the stream ends without session_left.
 			result = streamEnds
 		default:
 			body = appendNamed(body, "session_left", sessionNote{Type: "session_left", SessionID: b.sid, Reason: b.left})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -120,6 +121,7 @@ type fakeListener struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	endOnce   sync.Once
+	replaced  atomic.Bool // a newer stream or poll took its place
 }
 
 func newFakeListener() *fakeListener {
@@ -130,6 +132,9 @@ func (l *fakeListener) Wake() <-chan struct{} { return l.wake }
 func (l *fakeListener) Done() <-chan struct{} { return l.done }
 func (l *fakeListener) Close()                { l.closeOnce.Do(func() { close(l.closed) }) }
 func (l *fakeListener) EndReason() string {
+	if l.replaced.Load() {
+		return handlers.EndReplaced
+	}
 	select {
 	case <-l.done:
 		return l.reason
@@ -144,6 +149,14 @@ func (l *fakeListener) signal() {
 	case l.wake <- struct{}{}:
 	default:
 	}
+}
+
+// replace ends the listener as the engine does when a newer stream or
+// poll of its session takes its place: the reason, then a wake (the
+// caller wakes a listener with notify itself).
+func (l *fakeListener) replace() {
+	l.replaced.Store(true)
+	l.signal()
 }
 
 // end ends the session, as the engine does when it closes.

@@ -53,8 +53,8 @@ type member struct {
 	// announce asks collect to report the member as joined once.
 	announce bool
 	// leaving is the reason the member leaves ("left", "closed",
-	// "expired", endShutdown); collect then returns its last batch and
-	// drops it.
+	// "expired", EndReplaced, endShutdown); collect then returns its last
+	// batch and drops it.
 	leaving string
 }
 
@@ -156,8 +156,9 @@ func (f *feed) leave(sid, reason string) bool {
 // collect reads what is new for every member: its first events, then —
 // when its log grew (or, for a member without notify, when woken) — the
 // events after its cursor. A member whose session ended gets its last
-// events and leaves with the session's end reason; a member that left
-// gets no more events. Members that left are dropped and their listeners
+// events and leaves with the session's end reason; a member that left,
+// or whose listener a newer one replaced (EndReplaced), gets no more
+// events. Members that left are dropped and their listeners
 // closed. Only members with something to report are returned (all of
 // them with every, for a poll's reply). An error reading a log ends the
 // whole feed's read: the caller ends its stream.
@@ -169,10 +170,17 @@ func (f *feed) collect(ctx context.Context, woken, every bool) ([]batch, error) 
 	for i, m := range f.members {
 		b := batch{sid: m.sid, joined: m.announce, events: m.first}
 		m.announce, m.first = false, nil
-		if m.leaving != "" {
+		reason := m.l.EndReason()
+		switch {
+		case m.leaving != "":
 			b.events = nil // a session that left is sent nothing more
-		} else {
-			ended := isClosed(m.l.Done())
+		case reason == EndReplaced:
+			// A newer stream or poll of the session carries its events
+			// now: this one reads no more of them.
+			b.events = nil
+			m.leaving = reason
+		default:
+			ended := reason != "" || isClosed(m.l.Done())
 			if ended || m.dirty.Swap(false) || (woken && !m.notified) {
 				events, cursor, err := f.delivery.EventsAfter(ctx, m.sid, m.cursor)
 				if err != nil {

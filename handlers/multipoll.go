@@ -63,10 +63,11 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, `{"session_id":"`...)
 		buf = append(buf, b.sid...)
 		buf = append(buf, `",`...)
-		buf = pollEvents(buf, "", b.events, b.cursor)
+		buf = pollEvents(buf, b)
 		// A session that closed or expired has ended; one whose listener
-		// ended at a shutdown has not (its client polls again).
-		if b.left != "" && b.left != endShutdown {
+		// ended at a shutdown, or was replaced, has not (its client polls
+		// again; after a replacement, after its retry delay).
+		if b.left != "" && b.left != endShutdown && b.left != EndReplaced {
 			buf = append(buf, `,"ended":true`...)
 		}
 		buf = append(buf, '}')

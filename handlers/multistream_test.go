@@ -324,6 +324,58 @@ func TestMultiPoll(t *testing.T) {
 	}
 }
 
+// replace ends sid's listener as the engine does when a newer stream or
+// poll of the session takes its place.
+func (m *multiSessions) replace(sid string) {
+	m.mu.Lock()
+	l, notify := m.listeners[sid], m.notify[sid]
+	m.mu.Unlock()
+	l.replaced.Store(true)
+	notify()
+}
+
+// TestMultiReplaced: a session of a multi-session poll or stream that a
+// newer stream or poll of it replaced leaves with the reason — the poll
+// answers at once, its events ending with stream_replaced and without
+// "ended"; the stream sends session_left (reason replaced) and goes on for
+// the others.
+func TestMultiReplaced(t *testing.T) {
+	m, eng := newMultiSessions("s1", "s2")
+	ts := newTestServer(t, eng, func(o *handlers.Options) { o.Heartbeat = time.Hour }, false)
+	done := make(chan string, 1)
+	before := m.listener("s1")
+	go func() {
+		_, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
+			body: `{"sessions":[{"session_id":"s1","token":"token-s1","cursor":0},{"session_id":"s2","token":"token-s2","cursor":0}],"wait_ms":4000}`})
+		done <- body
+	}()
+	waitListening(t, m, "s1", before)
+	m.log("s1").add(event(1, "tool_call_request", "c1"))
+	m.replace("s1")
+	want := `{"sessions":[{"session_id":"s1","events":[{"type":"stream_replaced","session_id":"s1"}],"cursor":0},{"session_id":"s2","events":[],"cursor":0}],"refused":[]}` + "\n"
+	if got := <-done; got != want {
+		t.Fatalf("poll with a session replaced:\n%s\nwant\n%s", got, want)
+	}
+
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			m, eng := newMultiSessions("s1", "s2")
+			ts := newTestServer(t, eng, func(o *handlers.Options) { o.Heartbeat = time.Hour }, tr.http2)
+			resp := ts.do(t, request{method: "POST", path: "/v1/streams",
+				body: `{"sessions":[{"session_id":"s1","token":"token-s1"},{"session_id":"s2","token":"token-s2"}]}`})
+			body := bufio.NewReader(resp.Body)
+			if _, err := body.ReadString('}'); err != nil { // the retry hint and ready
+				t.Fatal(err)
+			}
+			expect(t, body, "\n\n")
+			m.replace("s1")
+			expect(t, body, note("session_left", "s1", "replaced"))
+			m.append("s2", event(2, "tool_call_request", "c2"))
+			expect(t, body, sessionFrame("s2", 2, "tool_call_request", "c2"))
+		})
+	}
+}
+
 // listener returns the listener of sid's newest Listen (nil before any).
 func (m *multiSessions) listener(sid string) *fakeListener {
 	m.mu.Lock()

@@ -71,7 +71,7 @@ func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 	b := batches[0]
 	// Recorded before the reply leaves, so that an answer finds the call delivered.
 	h.delivery.Delivered(sid, b.events)
-	writePollReply(w, b.events, b.cursor)
+	writePollReply(w, b)
 }
 
 // holdPoll is the delivery loop of a poll: it collects the first events
@@ -129,24 +129,31 @@ func newsIn(batches []batch) bool {
 
 // writePollReply writes {"events": [...], "cursor": n}. Each event is its
 // stored JSON object with "seq" spliced in front, so nothing is re-encoded.
-func writePollReply(w http.ResponseWriter, events []toolgate.Event, cursor int64) {
-	buf := append([]byte(`{`), pollEvents(nil, "", events, cursor)...)
+func writePollReply(w http.ResponseWriter, b batch) {
+	buf := append([]byte(`{`), pollEvents(nil, b)...)
 	writePollBody(w, append(buf, "}\n"...))
 }
 
-// pollEvents appends `"events":[...],"cursor":n` for a session's events,
-// each its stored JSON object with "seq" spliced in front (and
-// "session_id" when sid is set), so nothing is re-encoded.
-func pollEvents(buf []byte, sid string, events []toolgate.Event, cursor int64) []byte {
+// pollEvents appends `"events":[...],"cursor":n` for a session's batch,
+// each event its stored JSON object with "seq" spliced in front, so
+// nothing is re-encoded. A poll a newer one replaced ends its events with
+// stream_replaced (which has no seq).
+func pollEvents(buf []byte, b batch) []byte {
 	buf = append(buf, `"events":[`...)
-	for i, ev := range events {
+	for i, ev := range b.events {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendTagged(buf, sid, ev)
+		buf = appendTagged(buf, "", ev)
+	}
+	if b.left == EndReplaced {
+		if len(b.events) > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendReplacedData(buf, b.sid)
 	}
 	buf = append(buf, `],"cursor":`...)
-	return strconv.AppendInt(buf, cursor, 10)
+	return strconv.AppendInt(buf, b.cursor, 10)
 }
 
 // writePollBody writes a poll's reply body, which no cache may keep.

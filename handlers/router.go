@@ -59,6 +59,9 @@ func New(opts Options) *API {
 	if opts.MaxStreamSessions <= 0 {
 		opts.MaxStreamSessions = defaultMaxStreamSessions
 	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = defaultBodyReadTimeout
+	}
 	a := &API{opts: opts, auth: opts.Engine}
 	a.streams = newStreamHub(opts.Heartbeat, opts.StreamWriteTimeout)
 	// Each resource holds only its part of the engine.
@@ -90,6 +93,7 @@ func New(opts Options) *API {
 	}
 	r.Use(a.limitBody)
 	r.Use(requireJSON)
+	r.Use(a.readBodyWithin)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
 	})

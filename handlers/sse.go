@@ -184,6 +184,23 @@ func appendReady(buf []byte, sid string, retry, heartbeat time.Duration) []byte 
 	return append(buf, "}\n\n"...)
 }
 
+// appendReplaced appends the stream_replaced event a session's stream
+// ends with when a newer stream or poll of the session replaced it.
+func appendReplaced(buf []byte, sid string) []byte {
+	buf = append(buf, "event: stream_replaced\ndata: "...)
+	buf = appendReplacedData(buf, sid)
+	return append(buf, "\n\n"...)
+}
+
+// appendReplacedData appends the stream_replaced event's object (without
+// a seq: it is not in the session's log), which also ends the events of a
+// replaced poll. Session ids are the engine's (UUIDs): no escaping.
+func appendReplacedData(buf []byte, sid string) []byte {
+	buf = append(buf, `{"type":"stream_replaced","session_id":"`...)
+	buf = append(buf, sid...)
+	return append(buf, `"}`...)
+}
+
 // appendNamed appends an event without an id whose data is v encoded.
 func appendNamed(buf []byte, typ string, v any) []byte {
 	data, _ := json.Marshal(v) // v is one of this package's plain structs

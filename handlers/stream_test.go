@@ -283,3 +283,29 @@ func TestStreamRefused(t *testing.T) {
 			status:  500, body: errorBody(toolgate.EInternal, "Internal error.")},
 	})
 }
+
+// TestStreamReplaced: a stream a newer one of its session replaced sends
+// stream_replaced, nothing more of the log, and ends cleanly.
+func TestStreamReplaced(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			s, eng := newOpenStream(event(3, "tool_call_request", "c1"))
+			ts := newTestServer(t, eng, nil, tr.http2)
+			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events", headers: asSession("s1")})
+			body := bufio.NewReader(resp.Body)
+			expect(t, body, ready(15000)+frame(3, "tool_call_request", "c1"))
+			s.log.add(event(4, "tool_call_request", "c2")) // the newer stream carries it
+			s.listener.replace()
+			s.wake()
+			expect(t, body, "event: stream_replaced\ndata: {\"type\":\"stream_replaced\",\"session_id\":\"s1\"}\n\n")
+			if rest, err := io.ReadAll(body); err != nil || len(rest) > 0 {
+				t.Fatalf("after stream_replaced the stream sent %q (%v)", rest, err)
+			}
+			if got := s.deliveredSeqs(); !reflect.DeepEqual(got, []int64{3}) {
+				t.Errorf("recorded %v as delivered, want [3]", got)
+			}
+			waitClosed(t, s.listener)
+		})
+	}
+}

@@ -25,7 +25,17 @@ const (
 	outcomeRetryStream
 	// outcomeSessionLost: the gateway refused the session.
 	outcomeSessionLost
+	// outcomeReplaced: the gateway ended the stream or poll because a
+	// newer connection of the session took its place (it keeps a few per
+	// session); the client reconnects after its backoff, which keeps
+	// growing while replacements follow each other, so that two
+	// connections of one session cannot make the gateway spin.
+	outcomeReplaced
 )
+
+// eventStreamReplaced is the event a stream ends with, and a poll's
+// events end with, when a newer connection of the session replaced it.
+const eventStreamReplaced = "stream_replaced"
 
 // receive runs the transports until ctx ends: the stream first (unless the
 // mode says poll), long-poll when the stream is held back, a new session
@@ -44,7 +54,7 @@ func (c *Client) receive(ctx context.Context) {
 		} else {
 			outcome, healthy = c.runPolls(ctx, mode == TransportAuto)
 		}
-		if healthy {
+		if healthy && outcome != outcomeReplaced {
 			retry.Reset()
 		}
 		switch outcome {
@@ -67,6 +77,8 @@ func (c *Client) receive(ctx context.Context) {
 			}
 			retry.Reset()
 			continue
+		case outcomeReplaced:
+			c.log(LevelWarn, "a newer connection of this session replaced this one; reconnecting after the backoff")
 		}
 		wait := retry.NextBackOff()
 		if wait < 0 {
@@ -156,8 +168,9 @@ func (c *Client) handleEvent(eventType string, data []byte, sess sessionCredenti
 		if call := c.calls.cancel(msg.ID, msg.Reason); call != nil {
 			c.log(LevelInfo, fmt.Sprintf("call %s cancelled by the gateway (%s)", msg.ID, msg.Reason))
 		}
-	case toolgate.EventReady, toolgate.EventPing:
-		// Liveness only; the transports watch for them.
+	case toolgate.EventReady, toolgate.EventPing, eventStreamReplaced:
+		// Liveness, or the end of a replaced connection: the transports
+		// watch for them.
 	default:
 		c.log(LevelDebug, "ignoring an event of type "+eventType)
 	}

@@ -51,10 +51,15 @@ func (c *Client) runPolls(ctx context.Context, standIn bool) (streamOutcome, boo
 		}
 		healthy = true
 		c.setState(StateConnected, TransportPoll)
+		replaced := false
 		for _, raw := range reply.Events {
 			var ev pollEvent
 			if err := json.Unmarshal(raw, &ev); err != nil {
 				c.log(LevelWarn, "ignoring a malformed poll event: "+err.Error())
+				continue
+			}
+			if ev.Type == eventStreamReplaced {
+				replaced = true
 				continue
 			}
 			payload := []byte(raw)
@@ -71,6 +76,10 @@ func (c *Client) runPolls(ctx context.Context, standIn bool) (streamOutcome, boo
 		}
 		if c.takeSessionLost() {
 			return outcomeSessionLost, healthy
+		}
+		if replaced {
+			c.setState(StateReconnecting, "replaced by a newer connection of this session")
+			return outcomeReplaced, healthy
 		}
 	}
 }

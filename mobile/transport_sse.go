@@ -25,6 +25,7 @@ type streamWatch struct {
 	lastEvent   atomic.Int64 // unix nanoseconds of the last event
 	heartbeat   atomic.Int64 // nanoseconds, from the ready event
 	sessionLost atomic.Bool
+	replaced    atomic.Bool // the stream ended with stream_replaced
 }
 
 // runStream receives calls over Server-Sent Events through r3labs/sse's
@@ -97,6 +98,8 @@ func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
 			// goroutine, so this needs no lock.
 			reconnect.Reset()
 			c.setState(StateConnected, TransportSSE)
+		case eventStreamReplaced:
+			watch.replaced.Store(true)
 		case toolgate.EventToolCallRequest, toolgate.EventCallCancelled:
 			if seq, err := strconv.ParseInt(string(msg.ID), 10, 64); err == nil {
 				c.advanceCursor(seq)
@@ -128,6 +131,9 @@ func (c *Client) watchStream(ctx context.Context, cancel context.CancelFunc, end
 				return outcomeStopped, watch.everReady.Load()
 			case watch.sessionLost.Load():
 				return outcomeSessionLost, watch.everReady.Load()
+			case watch.replaced.Load():
+				c.setState(StateReconnecting, "replaced by a newer connection of this session")
+				return outcomeReplaced, watch.everReady.Load()
 			case err != nil:
 				c.setState(StateReconnecting, err.Error())
 			default:

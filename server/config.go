@@ -77,6 +77,19 @@ type Config struct {
 	// poll (POST /v1/streams, POST /v1/poll).
 	MaxStreamSessions int
 
+	// Connections and slow clients (issue 14). MaxStreamsPerSession
+	// bounds the streams and held polls one session holds at once (its
+	// places on multi-session streams and polls count too); a newer one
+	// replaces the oldest. MaxConnections bounds the connections served at
+	// once; more wait in the kernel's accept queue. 0 derives it from the
+	// process's file-descriptor limit (see connectionLimit). BodyReadTimeout
+	// is how long a client may take to send a request's headers, and then
+	// its body; streams and held polls are not bounded by it once their
+	// request is read.
+	MaxStreamsPerSession int
+	MaxConnections       int
+	BodyReadTimeout      time.Duration
+
 	// ApprovalTimeout is how long a call may wait for approval before it
 	// ends timed_out.
 	ApprovalTimeout time.Duration
@@ -161,6 +174,8 @@ func DefaultConfig() Config {
 		RunRate:                0.2,
 		RunBurst:               10,
 		MaxOpenCallsPerSession: 1000,
+		MaxStreamsPerSession:   8,
+		BodyReadTimeout:        10 * time.Second,
 	}
 }
 
@@ -203,6 +218,10 @@ func (c Config) withDefaults() Config {
 		c.MaxMetadataBytes = d.MaxMetadataBytes
 	}
 	c = c.withAbuseLimitDefaults(d)
+	if c.MaxStreamsPerSession == 0 {
+		c.MaxStreamsPerSession = d.MaxStreamsPerSession
+	}
+	setDur(&c.BodyReadTimeout, d.BodyReadTimeout)
 	return c
 }
 
@@ -285,6 +304,15 @@ func (c Config) Validate() error {
 		if strings.ContainsAny(h, "/ ") || h == "" {
 			errs = append(errs, fmt.Errorf("allowed host %q must be a host name such as gw.example.com, *.example.com or *, without scheme or path", h))
 		}
+	}
+	if c.MaxStreamsPerSession < 1 {
+		errs = append(errs, errors.New("max streams per session must be at least 1"))
+	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, errors.New("max connections must not be negative (0 derives it from the file-descriptor limit)"))
+	}
+	if c.BodyReadTimeout < 0 {
+		errs = append(errs, fmt.Errorf("body read timeout must be positive, got %s", c.BodyReadTimeout))
 	}
 	switch {
 	case c.TLSCert != "" && c.TLSKey == "":

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
+	"time"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/handlers"
@@ -14,14 +16,22 @@ const eventBatch = 256
 // listener is one open stream or held poll of a session. The engine sends
 // on wake (without blocking; one pending signal is enough) whenever the
 // session's event log grows, and closes the session's done channel when it
-// ends.
+// ends. A session holds at most Config.MaxStreamsPerSession listeners: a
+// newer one replaces the oldest (see listen).
 type listener struct {
 	e         *Engine
 	s         *sessionState
 	wake      chan struct{}
 	notify    func() // instead of wake, when set: called (under the session table's lock) on growth and on close
 	streaming bool
-	closed    bool
+	// opened orders the listeners of a session: the oldest has the
+	// smallest (sessionTable.opened when it was registered).
+	opened uint64
+	closed bool // guarded by the session table's lock
+	// replaced is set (under the lock, before the listener is woken a
+	// last time) when a newer stream or poll of the session took its
+	// place; it is read without the lock by EndReason.
+	replaced atomic.Bool
 }
 
 // Wake implements handlers.Listener.
@@ -30,9 +40,14 @@ func (l *listener) Wake() <-chan struct{} { return l.wake }
 // Done implements handlers.Listener.
 func (l *listener) Done() <-chan struct{} { return l.s.done }
 
-// EndReason implements handlers.Listener: why the session ended, once
-// Done is closed ("" before, and when it closed at shutdown).
+// EndReason implements handlers.Listener: handlers.EndReplaced once a
+// newer stream or poll of the session replaced this one; else why the
+// session ended, once Done is closed ("" before, and when it closed at
+// shutdown).
 func (l *listener) EndReason() string {
+	if l.replaced.Load() {
+		return handlers.EndReplaced
+	}
 	select {
 	case <-l.s.done:
 		return l.s.endReason // written before done was closed
@@ -43,22 +58,55 @@ func (l *listener) EndReason() string {
 
 // Close implements handlers.Listener: the stream or poll has ended.
 func (l *listener) Close() {
-	e := l.e
-	e.sessions.locked(func() {
-		if l.closed {
-			return
+	l.e.sessions.locked(func() { l.closeLocked(l.e.now()) })
+}
+
+// closeLocked takes the listener off its session and updates the
+// session's presence, once; the session table's lock is held.
+func (l *listener) closeLocked(now time.Time) {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	s := l.s
+	delete(s.listeners, l)
+	if l.streaming {
+		s.streams--
+	} else {
+		s.polls--
+		s.lastPoll = now
+	}
+	s.lastSeen = now
+}
+
+// replaceLocked ends the listener because a newer stream or poll of its
+// session takes its place: it is taken off the session (it no longer
+// counts, and is woken no more) and woken a last time, so that whoever
+// serves it sends the reason and ends it. The session table's lock is
+// held.
+func (l *listener) replaceLocked(now time.Time) {
+	l.replaced.Store(true)
+	l.closeLocked(now)
+	if l.notify != nil {
+		l.notify()
+		return
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// oldestListenerLocked returns the session's listener registered first;
+// the session table's lock is held.
+func (s *sessionState) oldestListenerLocked() *listener {
+	var oldest *listener
+	for l := range s.listeners {
+		if oldest == nil || l.opened < oldest.opened {
+			oldest = l
 		}
-		l.closed = true
-		delete(l.s.listeners, l)
-		now := e.now()
-		if l.streaming {
-			l.s.streams--
-		} else {
-			l.s.polls--
-			l.s.lastPoll = now
-		}
-		l.s.lastSeen = now
-	})
+	}
+	return oldest
 }
 
 // Listen registers a stream (streaming) or a held poll of session sid. It
@@ -78,15 +126,26 @@ func (e *Engine) ListenFunc(sid string, streaming bool, notify func()) (handlers
 	return e.listen(sid, streaming, notify)
 }
 
+// listen registers a listener on session sid. When the session already
+// holds Config.MaxStreamsPerSession streams and polls (its own streams,
+// its held polls, and its places on multi-session streams and polls), the
+// oldest is replaced: the usual cause of one too many is a phone or a page
+// whose earlier connection is half-dead, and its client has reconnected.
+// So one session cannot hold more than a few of the gateway's file
+// descriptors, however often it connects.
 func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Listener, error) {
 	l := &listener{e: e, notify: notify, streaming: streaming}
 	if notify == nil {
 		l.wake = make(chan struct{}, 1)
 	}
 	open := e.sessions.with(sid, func(s *sessionState) {
-		l.s = s
-		s.listeners[l] = struct{}{}
 		now := e.now()
+		for len(s.listeners) >= e.cfg.MaxStreamsPerSession {
+			s.oldestListenerLocked().replaceLocked(now)
+		}
+		l.s = s
+		l.opened = e.sessions.nextListener()
+		s.listeners[l] = struct{}{}
 		if streaming {
 			s.streams++
 		} else {

@@ -99,14 +99,19 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		MaxStreamSessions: cfg.MaxStreamSessions,
 		SessionLimit:      cfg.sessionLimit(),
 
-		ListenAddr:   cfg.Addr,
-		AllowedHosts: cfg.AllowedHosts,
+		ListenAddr:      cfg.Addr,
+		AllowedHosts:    cfg.AllowedHosts,
+		BodyReadTimeout: cfg.BodyReadTimeout,
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.http = &http.Server{
-		Handler:           s.api,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.api,
+		// The headers, then (handlers.Options.BodyReadTimeout) the body,
+		// must each arrive within the body read timeout: a client that
+		// trickles them in is cut off after seconds. No ReadTimeout:
+		// streams and held polls live long once their request is read.
+		ReadHeaderTimeout: cfg.BodyReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return handlers.WithLogger(baseCtx, log) },
 		// With a certificate, Serve serves TLS and net/http negotiates
@@ -123,7 +128,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 }
 
 // Listen binds the configured address (port 0 picks a free port; URL
-// tells which). Serve calls it when it has not been called.
+// tells which). Serve calls it when it has not been called. The listener
+// holds at most Config.MaxConnections connections at once (see
+// connlimit.go); more wait in the kernel's accept queue.
 func (s *Server) Listen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,7 +144,9 @@ func (s *Server) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.Config.Addr, err)
 	}
-	s.listener = ln
+	limit := connectionLimit(s.Config.MaxConnections)
+	s.log.Info("connection limit", "max_connections", limit)
+	s.listener = limitConnections(ln, limit, s.log)
 	return nil
 }
 

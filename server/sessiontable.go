@@ -21,6 +21,9 @@ type sessionTable struct {
 	mu      sync.Mutex
 	byID    map[string]*sessionState
 	byToken map[string]*sessionState
+	// opened counts the listeners ever registered, to order each
+	// session's (see listener.opened).
+	opened uint64
 }
 
 func newSessionTable() *sessionTable {
@@ -105,6 +108,12 @@ func (t *sessionTable) locked(fn func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fn()
+}
+
+// nextListener numbers a listener being registered; the lock is held.
+func (t *sessionTable) nextListener() uint64 {
+	t.opened++
+	return t.opened
 }
 
 // isOpen reports whether session sid is in the table.

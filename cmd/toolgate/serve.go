@@ -99,6 +99,11 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	// Browser-facing defaults and secrets at rest.
 	var allowedHosts string
 	f.str(&allowedHosts, "allowed-hosts", "TOOLGATE_ALLOWED_HOSTS", "", "comma-separated host names requests may address besides IP addresses and localhost, e.g. gw.example.com,*.example.com; * for any (DNS rebinding guard)")
+	// Connections and slow clients (issue 14).
+	var maxStreamsPerSession, maxConnections int64
+	f.integer(&maxStreamsPerSession, "max-streams-per-session", "TOOLGATE_MAX_STREAMS_PER_SESSION", int64(cfg.MaxStreamsPerSession), "streams and held polls one session may hold at once; a newer one replaces the oldest")
+	f.integer(&maxConnections, "max-connections", "TOOLGATE_MAX_CONNECTIONS", int64(cfg.MaxConnections), "connections served at once, more wait to be accepted; 0 derives it from the file-descriptor limit")
+	f.duration(&cfg.BodyReadTimeout, "body-read-timeout", "TOOLGATE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout, "how long a client may take to send a request's headers, and then its body")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -113,6 +118,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg.MaxStreamSessions = int(maxStreamSessions)
 	cfg.MaxMetadataBytes = int(maxMetadata)
 	abuseLimits.apply(&cfg)
+	cfg.MaxStreamsPerSession, cfg.MaxConnections = int(maxStreamsPerSession), int(maxConnections)
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)

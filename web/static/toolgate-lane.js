@@ -17,8 +17,12 @@ const POLL_REGROUP_MS = 50;
 
 /**
  * One session carried by a lane (made and updated by MultiSessionConnection).
+ * `resting` is set while a session a newer connection of it replaced waits
+ * out its backoff before it is carried again (`replacements` counts the
+ * replacements in a row, `replacedAt` is the last one's time).
  * @typedef {{sessionId: string, token: string, owner: string, cursor: number|null,
- *            pollCursor: number|null, joinedOn: object|null, joining: object|null, lane: SessionLane|null}} CarriedSession
+ *            pollCursor: number|null, joinedOn: object|null, joining: object|null, lane: SessionLane|null,
+ *            resting?: boolean, replacements?: number, replacedAt?: number}} CarriedSession
  */
 
 /**
@@ -99,7 +103,7 @@ export class SessionLane {
   async run(signal) {
     let mode = "sse";
     for (let failures = 0; !signal.aborted; ) {
-      if (this.sessions.size === 0) {
+      if (this.#awake().length === 0) {
         await this.#nextMembershipChange(signal);
         continue;
       }
@@ -159,7 +163,7 @@ export class SessionLane {
     const readyMs = this.#opts.sseReadyTimeoutMs;
     arm(readyMs, "STREAM_NOT_READY", `The event stream did not deliver "ready" within ${readyMs} ms (a proxy may be buffering it)`);
     let ready = false;
-    const opened = [...this.sessions.values()];
+    const opened = this.#awake();
     try {
       await readEventStream({
         fetchFn: this.#opts.fetchFn,
@@ -218,7 +222,12 @@ export class SessionLane {
         return;
       case "session_left":
         if (!s) return;
-        if (ev.reason !== "left") {
+        if (ev.reason === "replaced") {
+          // A newer connection of the session took its place: it joins again
+          // after its backoff, not at once (which would replace that one).
+          if (s.joinedOn === conn) s.joinedOn = null;
+          this.#rest(s);
+        } else if (ev.reason !== "left") {
           this.#refuse(s.sessionId, sessionEnded(ev.reason));
         } else if (s.joinedOn === conn) {
           // Left, yet carried: a tab's leave (a reload) crossed the next page's
@@ -242,7 +251,7 @@ export class SessionLane {
   async #join(s) {
     const conn = this.#conn;
     const streamId = this.#streamId;
-    if (this.transport !== "sse" || !streamId || s.joinedOn === conn || s.joining === conn) return;
+    if (this.transport !== "sse" || !streamId || s.joinedOn === conn || s.joining === conn || s.resting) return;
     s.joining = conn;
     try {
       await requestJSON(this.#opts.fetchFn, `${this.#opts.baseUrl}/v1/streams/${encodeURIComponent(streamId)}/sessions`, {
@@ -322,7 +331,7 @@ export class SessionLane {
     let first = true;
     try {
       while (!pollController.signal.aborted) {
-        const polled = [...this.sessions.values()];
+        const polled = this.#awake();
         if (polled.length === 0) {
           await this.#nextMembershipChange(pollController.signal);
           first = true;
@@ -378,11 +387,20 @@ export class SessionLane {
       const s = this.sessions.get(entry?.session_id);
       if (!s) continue;
       s.joinedOn = conn;
+      let replaced = false;
       for (const ev of (Array.isArray(entry.events) ? entry.events : []).map(decodePollEvent).filter(Boolean)) {
+        if (ev.type === "stream_replaced") {
+          replaced = true;
+          continue;
+        }
         if (Number.isFinite(ev.seq) && (s.cursor === null || ev.seq > s.cursor)) s.cursor = ev.seq;
         this.#opts.deliver(s.sessionId, ev);
       }
       if (Number.isFinite(entry.cursor)) s.pollCursor = entry.cursor;
+      if (replaced) {
+        s.joinedOn = null;
+        this.#rest(s);
+      }
       if (entry.ended) this.#refuse(s.sessionId, sessionEnded("closed"));
     }
     for (const r of Array.isArray(reply.refused) ? reply.refused : []) this.#refuse(r.session_id, refusalError(r));
@@ -401,6 +419,36 @@ export class SessionLane {
       this.#membershipChanged = resolve;
       signal.addEventListener("abort", resolve, { once: true });
     });
+  }
+
+  /** The carried sessions not resting after a replacement. */
+  #awake() {
+    return [...this.sessions.values()].filter((s) => !s.resting);
+  }
+
+  /**
+   * A newer connection of the session replaced its place on this lane's
+   * stream or poll (the gateway keeps a few per session): the session rests
+   * for the reconnect backoff, growing while replacements come in a row, and
+   * is then carried again — so two connections of one session cannot make
+   * the gateway and each other spin.
+   */
+  #rest(s) {
+    const now = Date.now();
+    if (now - (s.replacedAt ?? 0) > 2 * this.#opts.reconnectMaxMs) s.replacements = 0;
+    s.replacedAt = now;
+    const delay = backoffDelay(s.replacements ?? 0, this.#opts.reconnectBaseMs, this.#opts.reconnectMaxMs);
+    s.replacements = (s.replacements ?? 0) + 1;
+    s.resting = true;
+    this.#opts.problem(new ToolgateError("STREAM_REPLACED", `A newer connection of session ${s.sessionId} replaced its place on this connection; it is carried again in ${delay} ms`), "connection");
+    this.#opts.changed();
+    this.#membership();
+    setTimeout(() => {
+      s.resting = false;
+      if (this.sessions.get(s.sessionId) !== s) return;
+      this.#membership();
+      this.#join(s);
+    }, delay);
   }
 
   #refuse(sessionId, error) {

@@ -78,7 +78,7 @@ export class MultiSessionConnection {
     }
     const fresh = !s;
     if (fresh) {
-      s = { sessionId, token, owner, cursor: null, pollCursor: null, joinedOn: null, joining: null, lane: null };
+      s = { sessionId, token, owner, cursor: null, pollCursor: null, joinedOn: null, joining: null, lane: null, resting: false, replacements: 0, replacedAt: 0 };
       this.sessions.set(sessionId, s);
     }
     s.owner = owner;

@@ -214,7 +214,9 @@ export type CallEventDetail =
 /**
  * What the client was doing when an "error" event happened:
  * "connect" — connect() was refused for good (`fatal`), the client closed;
- * "connection" — the connection failed and is retried after a backoff;
+ * "connection" — the connection failed and is retried after a backoff (the error's code
+ *   "STREAM_REPLACED" when a newer connection of the same session replaced it: the gateway
+ *   keeps a few per session, and the client waits its backoff before it connects again);
  * "stream" — the stream was held back (no "ready", or stalled) and auto mode polls instead;
  * "stream-probe" — a try of the stream while polling failed;
  * "register" — registering tools failed, or the gateway rejected a tool;

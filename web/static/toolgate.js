@@ -501,6 +501,7 @@ export class ToolgateClient extends EventTarget {
     const readyMs = this.#opts.sseReadyTimeoutMs;
     arm(readyMs, "STREAM_NOT_READY", `The event stream did not deliver "ready" within ${readyMs} ms (a proxy may be buffering it)`);
     let ready = false;
+    let replaced = false;
     const stallMs = () => this.#opts.stallTimeoutMs ?? (this.#session?.heartbeatMs ?? 15000) * 2 + 5000;
     const session = this.#session;
     try {
@@ -523,10 +524,12 @@ export class ToolgateClient extends EventTarget {
             onReady?.();
             return;
           }
+          if (ev.type === "stream_replaced") replaced = true;
           this.#handleEvent(ev);
         },
       });
       if (heldBack) throw heldBack;
+      if (replaced) throw streamReplaced();
       throw new ToolgateError("STREAM_ENDED", "The gateway ended the event stream");
     } catch (err) {
       throw heldBack ?? err;
@@ -650,6 +653,9 @@ export class ToolgateClient extends EventTarget {
         for (const ev of reply.events) this.#handleEvent(ev);
         this.#pollCursor = reply.cursor;
         this.#persist();
+        // Polling again at once would replace the newer connection in turn:
+        // the supervisor waits its backoff first.
+        if (reply.events.some((ev) => ev.type === "stream_replaced")) throw streamReplaced();
       }
     } finally {
       clearTimeout(probeTimer);
@@ -758,4 +764,15 @@ function deferred() {
     reject = rej;
   });
   return { promise, resolve, reject };
+}
+
+/**
+ * The error of a stream or poll the gateway ended because a newer connection
+ * of the same session replaced it (it keeps a few per session,
+ * `--max-streams-per-session`): the client reconnects after its backoff
+ * delay, never at once, so that two connections of one session cannot make
+ * the gateway and each other spin.
+ */
+function streamReplaced() {
+  return new ToolgateError("STREAM_REPLACED", "A newer connection of this session replaced this one; reconnecting after the backoff delay");
 }

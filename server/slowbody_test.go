@@ -1,0 +1,139 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/server"
+)
+
+// Slow clients cut off (--body-read-timeout): a body or headers trickled
+// in end after the timeout, not after minutes, over HTTP/1.1 and HTTP/2;
+// streams, which read their body first, live on past it.
+
+const slowTimeout = 300 * time.Millisecond
+
+// slowGateway is a gateway whose body read timeout is slowTimeout.
+func slowGateway(t *testing.T) *gateway {
+	return startGateway(t, func(c *server.Config) {
+		c.BodyReadTimeout = slowTimeout
+		c.Heartbeat = 100 * time.Millisecond
+	})
+}
+
+// trickle writes one byte of s every 50 ms until s is written or a write
+// fails (the gateway cut the connection).
+func trickle(w io.Writer, s string) {
+	for i := range len(s) {
+		if _, err := w.Write([]byte{s[i]}); err != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // the trickle itself, not a wait
+	}
+}
+
+// Before the fix the gateway read a trickled body for as long as it came:
+// this one, 200 bytes at 20 a second, was answered after 10 s.
+func TestSlowBodyCutOff(t *testing.T) {
+	g := slowGateway(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n")
+	go trickle(conn, `{"client":{"name":"`+strings.Repeat("x", 200))
+	start := time.Now()
+	conn.SetReadDeadline(start.Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no reply to a trickled body within 5 s: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	took := time.Since(start)
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "did not arrive within 300ms") || !resp.Close {
+		t.Fatalf("a trickled body got %d %s (close %v), want 400 and the connection closed", resp.StatusCode, body, resp.Close)
+	}
+	if took > 3*slowTimeout {
+		t.Errorf("cut off after %s, want about %s", took, slowTimeout)
+	}
+}
+
+func TestSlowHeadersCutOff(t *testing.T) {
+	g := slowGateway(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go trickle(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: "+strings.Repeat("y", 200)+"\r\n\r\n")
+	start := time.Now()
+	conn.SetReadDeadline(start.Add(5 * time.Second))
+	_, err = io.ReadAll(conn)
+	if took := time.Since(start); err != nil || took > 3*slowTimeout {
+		t.Fatalf("trickled headers: the connection ended after %s (%v), want about %s", took, err, slowTimeout)
+	}
+}
+
+// Over HTTP/2 the deadline is the request's stream's: the trickled body
+// is refused and the connection's other streams go on.
+func TestSlowBodyCutOffOverHTTP2(t *testing.T) {
+	g := slowGateway(t)
+	ts := httptest.NewUnstartedServer(g.Server.Handler())
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go trickle(pw, `{"client":{"name":"`+strings.Repeat("x", 200))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/sessions", pr)
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 400 || !strings.Contains(string(body), "did not arrive within") {
+		t.Fatalf("HTTP/%d %d %s, want HTTP/2 400", resp.ProtoMajor, resp.StatusCode, body)
+	}
+	if took := time.Since(start); took > 3*slowTimeout {
+		t.Errorf("cut off after %s, want about %s", took, slowTimeout)
+	}
+	resp, err = ts.Client().Get(ts.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz after: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// A stream, and a multi-session stream whose body was read at once, go on
+// past the timeout: pings keep coming well after it.
+func TestStreamsOutliveTheBodyTimeout(t *testing.T) {
+	g := slowGateway(t)
+	a, b := g.twoSessions()
+	single := g.openStream(a, "")
+	multi, _ := g.openMulti(entry(b, -1))
+	deadline := time.Now().Add(4 * slowTimeout)
+	for _, st := range []*stream{single, multi} {
+		for {
+			ev, ok := <-st.events
+			if !ok {
+				t.Fatal("a stream ended: the body read timeout cut it")
+			}
+			if ev.Event == "ping" && time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+}
