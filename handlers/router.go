@@ -78,9 +78,15 @@ func New(opts Options) *API {
 	r := chi.NewRouter()
 	a.router = r
 	r.Use(middleware.Recoverer)
-	// Browser-facing defaults (browser.go, hostcheck.go): the security
-	// headers on every reply, then the Host check before anything else.
-	r.Use(browserHeaders, newHostPolicy(opts.ListenAddr, opts.AllowedHosts).checkHost)
+	// The security headers on every reply (browser.go); then the body is
+	// read whole, within its size limit and its time (bodyread.go), before
+	// anything can refuse the request: a refusal of an unread body would
+	// leave net/http reading it after the handler, without the deadline.
+	// Then the Host check (hostcheck.go).
+	r.Use(browserHeaders)
+	r.Use(a.limitBody)
+	r.Use(a.readBodyWithin)
+	r.Use(newHostPolicy(opts.ListenAddr, opts.AllowedHosts).checkHost)
 	if len(opts.AllowedOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins:   opts.AllowedOrigins,
@@ -91,9 +97,7 @@ func New(opts Options) *API {
 			MaxAge:           600,
 		}))
 	}
-	r.Use(a.limitBody)
 	r.Use(requireJSON)
-	r.Use(a.readBodyWithin)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
 	})

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // The gateway serves at most Config.MaxConnections connections at once.
@@ -47,62 +49,38 @@ func connectionLimit(configured int) int {
 	return int(max(limit-reserve, 16))
 }
 
-// limitListener is a net.Listener that holds at most limit connections at
-// once: Accept waits for one of them to close (its slot freed) before it
-// accepts the next. It is netutil.LimitListener's technique, with a
-// warning when the limit is reached, which that package has no hook for.
-type limitListener struct {
+// limitConnections wraps ln so that it holds at most limit connections at
+// once: golang.org/x/net/netutil.LimitListener makes Accept wait for a
+// slot; the listener it wraps counts the connections open, to log when
+// the limit is reached (netutil has no hook for that).
+func limitConnections(ln net.Listener, limit int, log *slog.Logger) net.Listener {
+	return netutil.LimitListener(&watchedListener{Listener: ln, limit: limit, log: log}, limit)
+}
+
+// watchedListener counts the connections it accepted that are still open,
+// and warns, at most once a minute, when they reach the limit.
+type watchedListener struct {
 	net.Listener
-	limit     int
-	slots     chan struct{} // a token per connection held
-	closed    chan struct{} // closed by Close: a waiting Accept returns
-	closeOnce sync.Once
-	log       *slog.Logger
-	lastWarn  atomic.Int64 // unix nanoseconds of the last warning
+	limit    int
+	open     atomic.Int64
+	log      *slog.Logger
+	lastWarn atomic.Int64 // unix nanoseconds of the last warning
 }
 
-// limitConnections wraps ln so that it holds at most limit connections.
-func limitConnections(ln net.Listener, limit int, log *slog.Logger) *limitListener {
-	return &limitListener{Listener: ln, limit: limit, slots: make(chan struct{}, limit), closed: make(chan struct{}), log: log}
-}
-
-// Accept waits for a free slot, then accepts a connection that frees it
-// when closed.
-func (l *limitListener) Accept() (net.Conn, error) {
-	if !l.acquire() {
-		return nil, net.ErrClosed
-	}
+// Accept accepts a connection that is counted until it is closed.
+func (l *watchedListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
-		l.release()
 		return nil, err
 	}
-	return &limitedConn{Conn: c, release: l.release}, nil
-}
-
-// acquire takes a slot, waiting while all are held; false when the
-// listener closed meanwhile.
-func (l *limitListener) acquire() bool {
-	select {
-	case l.slots <- struct{}{}:
-		return true
-	case <-l.closed:
-		return false
-	default:
+	if l.open.Add(1) >= int64(l.limit) {
+		l.warnFull()
 	}
-	l.warnFull()
-	select {
-	case l.slots <- struct{}{}:
-		return true
-	case <-l.closed:
-		return false
-	}
+	return &countedConn{Conn: c, closed: func() { l.open.Add(-1) }}, nil
 }
-
-func (l *limitListener) release() { <-l.slots }
 
 // warnFull logs that the limit is reached, at most once a minute.
-func (l *limitListener) warnFull() {
+func (l *watchedListener) warnFull() {
 	now := time.Now().UnixNano()
 	last := l.lastWarn.Load()
 	if last != 0 && now-last < int64(connLimitWarnEvery) || !l.lastWarn.CompareAndSwap(last, now) {
@@ -112,22 +90,16 @@ func (l *limitListener) warnFull() {
 		"limit", l.limit)
 }
 
-// Close closes the listener; an Accept waiting for a slot returns.
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
-	return l.Listener.Close()
-}
-
-// limitedConn frees its listener's slot when closed (once, however often
+// countedConn leaves its listener's count when closed (once, however often
 // it is closed: net/http and the stream hub may both close it).
-type limitedConn struct {
+type countedConn struct {
 	net.Conn
-	releaseOnce sync.Once
-	release     func()
+	closeOnce sync.Once
+	closed    func()
 }
 
-func (c *limitedConn) Close() error {
+func (c *countedConn) Close() error {
 	err := c.Conn.Close()
-	c.releaseOnce.Do(c.release)
+	c.closeOnce.Do(c.closed)
 	return err
 }

@@ -72,7 +72,7 @@ func TestConnectionLimitQueuesTheNinth(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		io.WriteString(conn, "GET /v1/sessions/"+sess.SessionID+"/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+sess.Token+"\r\n\r\n")
+		io.WriteString(conn, "GET /v1/sessions/"+sess.SessionID+"/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "+sess.Token+"\r\n\r\n")
 		line, err := bufio.NewReader(conn).ReadString('\n')
 		if err != nil || !strings.Contains(line, "200") {
 			t.Fatalf("stream: %q %v", line, err)
@@ -87,7 +87,7 @@ func TestConnectionLimitQueuesTheNinth(t *testing.T) {
 		t.Fatalf("the ninth connection was refused: %v", err)
 	}
 	defer ninth.Close()
-	io.WriteString(ninth, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(ninth, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	reply := bufio.NewReader(ninth)
 	ninth.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	if line, err := reply.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
