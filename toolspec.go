@@ -107,5 +107,8 @@ func CheckToolParameters(raw json.RawMessage) error {
 	if json.Unmarshal(top["type"], &typ) != nil || typ != "object" {
 		return Errorf(EBadRequest, `parameters must have the top-level "type": "object"`)
 	}
+	if err := checkSchemaCost(raw); err != nil {
+		return Errorf(EBadRequest, "parameters %s", err)
+	}
 	return nil
 }
