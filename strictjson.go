@@ -22,7 +22,8 @@ const MaxJSONDepth = 128
 // reads alike, or nil: it must be valid JSON and valid UTF-8, with no
 // \u escape of half a surrogate pair (Go reads one as U+FFFD, JavaScript
 // keeps it), no object naming a member twice at any depth (readers keep
-// the first, the last, or both), and no deeper than MaxJSONDepth. What
+// the first, the last, or both), no member name holding a \u0000 (which
+// ends it for some readers), and no deeper than MaxJSONDepth. What
 // passes is read the same way by the gateway that checks it and by the
 // client it is forwarded to. The error's message is a phrase that reads
 // after the name of what was checked ("args: …").
@@ -167,6 +168,11 @@ func (w *jsonWalk) addKey(quoted []byte, escaped bool) error {
 		name = []byte(s)
 	}
 	top := &w.stack[len(w.stack)-1]
+	if bytes.IndexByte(name, 0) >= 0 {
+		// A reader that ends a name at NUL (C, and what is built on it)
+		// would read "a\u0000" and "a" as one name twice.
+		return fmt.Errorf("has a \\u0000 in a member name of %s", objectAt(w.stack[:len(w.stack)-1], w.keys[:top.keyStart]))
+	}
 	names := w.keys[top.keyStart:]
 	dup := false
 	if top.set != nil {

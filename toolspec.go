@@ -88,10 +88,15 @@ const (
 // with the top-level "type": "object", as the protocol asks of every tool
 // schema, within MaxParametersBytes, MaxParametersDepth and
 // MaxParametersNodes, and read alike by every reader (CheckStrictJSON's
-// rules: valid UTF-8, no member named twice). It returns BAD_REQUEST
-// otherwise. Its cost is one pass over the bytes (the size checked
-// first), so it can run before anything is compiled. Whether the object
-// is a valid JSON Schema is for the gateway's schema compiler to tell.
+// rules: valid UTF-8, no member named twice), with every $ref inside it,
+// within MaxSchemaEvaluations for one path of args and within
+// MaxPatternLength and MaxPatternBytes (checkSchemaCost). It returns
+// BAD_REQUEST otherwise. Its cost is a pass over the bytes (the size
+// checked first) and a count over the schema's graph bounded to
+// milliseconds, so it can run before anything is compiled. Whether the
+// object is a valid JSON Schema, and whether its regular expressions'
+// programs fit the gateway's bounds, is for the gateway's schema compiler
+// to tell.
 func CheckToolParameters(raw json.RawMessage) error {
 	if len(raw) > MaxParametersBytes {
 		return Errorf(EBadRequest, "parameters is %d bytes; the limit is %d", len(raw), MaxParametersBytes)
@@ -106,6 +111,9 @@ func CheckToolParameters(raw json.RawMessage) error {
 	var typ string
 	if json.Unmarshal(top["type"], &typ) != nil || typ != "object" {
 		return Errorf(EBadRequest, `parameters must have the top-level "type": "object"`)
+	}
+	if err := checkSchemaCost(raw); err != nil {
+		return Errorf(EBadRequest, "parameters %s", err)
 	}
 	return nil
 }

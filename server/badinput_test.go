@@ -102,12 +102,13 @@ func TestBadInputs(t *testing.T) {
 
 // TestRegistrationRejections: each bad tool is rejected with its reason
 // while the good ones in the same request are registered. The tool cap
-// (5) counts the tools that passed the checks made before compiling, in
-// the order listed: echo, app_ok, app_badschema, app_remote_ref and
-// app_third are within it (the two schemas are then refused by the
-// compiler), app_fourth is past it.
+// (4) counts the tools that passed the checks made before compiling, in
+// the order listed: echo, app_ok, app_badschema and app_third are within
+// it (app_badschema is then refused by the compiler; app_remote_ref's
+// $ref pointing outside its schema is refused before), app_fourth is
+// past it.
 func TestRegistrationRejections(t *testing.T) {
-	g := startGateway(t, func(c *serverConfig) { c.MaxToolsPerSess = 5; c.ToolNamePattern = `^(app_|echo)` })
+	g := startGateway(t, func(c *serverConfig) { c.MaxToolsPerSess = 4; c.ToolNamePattern = `^(app_|echo)` })
 	s := g.newSession("reg")
 	reply := g.register(s,
 		echoTool,

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -45,12 +47,32 @@ func worstSchemas() map[string]string {
 			toolgate.MaxParametersNodes-2),
 		"nested allOf chains": `{"type":"object","properties":{` +
 			fill("", `"p%d":`+strings.Repeat(`{"allOf":[`, 30)+`{}`+strings.Repeat(`]}`, 30), ",", "", (toolgate.MaxParametersNodes-2)/61) + `}}`,
-		"a web of $refs": fill(`{"type":"object","$ref":"#/$defs/d0","$defs":{`,
-			`"d%[1]d":{"anyOf":[{"$ref":"#/$defs/d%[1]d"},{"type":"string"}],"properties":{"x":{"$ref":"#/$defs/d0"}}}`, ",", `}}`, (toolgate.MaxParametersNodes-2)/6),
-		"one 64 KiB pattern": fill(`{"type":"object","properties":{"s":{"type":"string","pattern":"^(`, `a%d`, "|", `)$"}}}`, 1<<20),
+		// The longest anyOf chain of $refs within the cost bound (each
+		// level doubles the walks), and recursion as deep as args go.
+		"an anyOf chain at the cost bound": longestAcceptedChain(),
+		"recursion to the args depth": `{"type":"object","$ref":"#/$defs/f","$defs":{"f":{"anyOf":[` +
+			`{"properties":{"and":{"items":{"$ref":"#/$defs/f"}}},"additionalProperties":false},` +
+			`{"properties":{"or":{"items":{"$ref":"#/$defs/f"}}},"additionalProperties":false},` +
+			`{"properties":{"not":{"$ref":"#/$defs/f"}},"additionalProperties":false},` +
+			`{"properties":{"field":{"type":"string"},"value":{"anyOf":[{"type":"string"},{"type":"number"},{"type":"null"}]}},"additionalProperties":false}]}}}`,
+		// As many patterns as the schema's program limit takes, each just
+		// under the limit of one: \pL{999} is 8 bytes and 1,001
+		// instructions (each holding the ranges of the letters).
+		"patterns at the program limits": fill(`{"type":"object","properties":{`, `"p%d":{"type":"string","pattern":"\\pL{999}\\pL{997}"}`, ",", `}}`,
+			maxSchemaRegexpInsts/2/1998),
 		"patternProperties": fill(`{"type":"object","patternProperties":{`, `"^x%d[a-z]+$":{"type":"integer"}`, ",", `}}`,
 			toolgate.MaxParametersNodes-2),
 	}
+}
+
+// longestAcceptedChain is the longest anyOf chain of $refs (each level
+// two $refs to the next) the cost bound accepts.
+func longestAcceptedChain() string {
+	n := 1
+	for toolgate.CheckToolParameters(json.RawMessage(expChainParameters(n+1))) == nil {
+		n++
+	}
+	return expChainParameters(n)
 }
 
 // BenchmarkSchemaCompileWorstCase compiles each of worstSchemas (after
@@ -72,8 +94,28 @@ func BenchmarkSchemaCompileWorstCase(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(retainedBytes(b, raw))/1000, "kept-KB")
 		})
 	}
+}
+
+// retainedBytes is the heap a compiled schema of raw keeps: HeapAlloc
+// after a collection, with and without it.
+func retainedBytes(b *testing.B, raw string) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	sch, err := compileSchema([]byte(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(sch)
+	if after.HeapAlloc < before.HeapAlloc {
+		return 0
+	}
+	return after.HeapAlloc - before.HeapAlloc
 }
 
 // BenchmarkSchemaValidateWorstCase validates a small argument against each

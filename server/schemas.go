@@ -32,8 +32,10 @@ import (
 // told.
 //
 // It is also the compile budget. A schema is compiled only once it passed
-// toolgate.CheckToolParameters' limits (size, depth, objects and arrays),
-// which bound one compile to milliseconds (BENCHMARKS.md, "Tool schemas:
+// toolgate.CheckToolParameters' limits (size, depth, objects and arrays,
+// the cost of validating args, the length of its patterns), which with
+// compileSchema's bounds on regular expressions bound one compile to
+// milliseconds and a megabyte or two (BENCHMARKS.md, "Tool schemas:
 // the limits and their worst case"); and only a few compiles run at once,
 // one per slot, so registrations arriving together queue for the slots
 // instead of taking every core from the calls. A compile cannot be

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -48,15 +50,65 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(jsonschema.SchemeURLLoader{}) // no scheme is loadable
+	regexps := &boundedRegexps{}
+	c.UseRegexpEngine(regexps.compile)
 	const loc = "mem://tool/parameters.json"
 	if err := c.AddResource(loc, doc); err != nil {
 		return nil, err
 	}
 	sch, err := c.Compile(loc)
+	regexps.compiled.Store(true)
 	if err != nil {
 		return nil, fmt.Errorf("parameters is not a valid JSON Schema: %v", err)
 	}
 	return sch, nil
+}
+
+// The bounds of the regular expressions of a tool's schema (pattern,
+// patternProperties, and the strings of args checked with "format":
+// "regex"), in instructions of the compiled program: a counted
+// repetition grows the program without growing the pattern (\pL{1000} is
+// 8 bytes and about 1,000 instructions of a hundred bytes each), and the
+// program is what a compiled schema keeps (BENCHMARKS.md, "Tool schemas:
+// the limits and their worst case").
+const (
+	// maxRegexpInsts bounds one regular expression's program.
+	maxRegexpInsts = 2000
+	// maxSchemaRegexpInsts bounds the programs of one schema's regular
+	// expressions together (each is compiled twice: once as the
+	// meta-schema checks it, once for the schema).
+	maxSchemaRegexpInsts = 40000
+)
+
+// boundedRegexps is the regexp engine of one schema's compile: Go's
+// regexp (RE2: linear-time matching), refusing a regular expression over
+// toolgate.MaxPatternLength or maxRegexpInsts and, while the schema
+// compiles, more than maxSchemaRegexpInsts in all.
+type boundedRegexps struct {
+	compiled atomic.Bool  // set once the schema is compiled
+	insts    atomic.Int64 // the instructions compiled with the schema
+}
+
+// compile is the jsonschema.RegexpEngine.
+func (b *boundedRegexps) compile(pattern string) (jsonschema.Regexp, error) {
+	if len(pattern) > toolgate.MaxPatternLength {
+		return nil, fmt.Errorf("the regular expression is %d bytes; the limit is %d", len(pattern), toolgate.MaxPatternLength)
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	if n := len(prog.Inst); n > maxRegexpInsts {
+		return nil, fmt.Errorf("the regular expression compiles to %d instructions; the limit is %d (a counted repetition such as {1000} multiplies what it repeats)", n, maxRegexpInsts)
+	}
+	if !b.compiled.Load() && b.insts.Add(int64(len(prog.Inst))) > maxSchemaRegexpInsts {
+		return nil, fmt.Errorf("the regular expressions of the schema compile to more than %d instructions in all", maxSchemaRegexpInsts)
+	}
+	return regexp.Compile(pattern)
 }
 
 // storedToolEntry is the entry of a tool whose schema is compiled, in
