@@ -311,7 +311,8 @@ const (
 // and tools from memory. q.Before is the next_before of the previous page.
 func (e *Engine) ListSessions(ctx context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error) {
 	if q.Before != "" {
-		if _, err := uuid.Parse(q.Before); err != nil {
+		// Ids are compared as text: only the spelling the gateway gives.
+		if id, err := uuid.Parse(q.Before); err != nil || id.String() != q.Before {
 			return nil, toolgate.Errorf(toolgate.EBadRequest, "before must be a session id from next_before")
 		}
 	}
