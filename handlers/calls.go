@@ -73,8 +73,13 @@ func (h *callHandlers) handleCallList(w http.ResponseWriter, r *http.Request) {
 		SessionID: q.Get("session_id"),
 		Tool:      q.Get("tool"),
 		Status:    toolgate.CallStatus(q.Get("status")),
-		Before:    q.Get("before"),
 	}
+	before, err := beforeCursor(q.Get("before"), "call")
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	query.Before = before
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -98,8 +98,14 @@ func TestCalls(t *testing.T) {
 			engine: calls(fakeCalls{list: func(toolgate.CallQuery) (*toolgate.CallList, error) {
 				return nil, toolgate.Errorf(toolgate.EBadRequest, "before is not a call id")
 			}}),
-			request: request{method: "GET", path: "/v1/calls?before=zz", headers: asAgent},
+			request: request{method: "GET", path: "/v1/calls?before=01a20b24-c8e2-79cb-b053-d813ec727e4e", headers: asAgent},
 			status:  400, body: errorBody(toolgate.EBadRequest, "before is not a call id")},
+		{name: "list with a cursor in braces",
+			request: request{method: "GET", path: "/v1/calls?before=%7B01a20b24-c8e2-79cb-b053-d813ec727e4e%7D", headers: asAgent},
+			status:  400, body: errorBody(toolgate.EBadRequest, cursorRefusal("call"))},
+		{name: "list with a cursor that is no id",
+			request: request{method: "GET", path: "/v1/calls?before=c9", headers: asAgent},
+			status:  400, body: errorBody(toolgate.EBadRequest, cursorRefusal("call"))},
 
 		{name: "cancel", engine: calls(fakeCalls{cancel: func(string) (*toolgate.Call, error) { return aCall(toolgate.StatusCancelled), nil }}),
 			request: request{method: "POST", path: "/v1/calls/c1/cancel", headers: asAgent},
@@ -169,8 +175,8 @@ func TestCallsReceive(t *testing.T) {
 		}
 	}
 
-	ts.call(t, request{method: "GET", path: "/v1/calls?session_id=s1&tool=echo&status=failed&before=c9&limit=5", headers: asAgent})
-	if q := queries.only(t); q != (toolgate.CallQuery{SessionID: "s1", Tool: "echo", Status: toolgate.StatusFailed, Before: "c9", Limit: 5}) {
+	ts.call(t, request{method: "GET", path: "/v1/calls?session_id=s1&tool=echo&status=failed&before=01a20b24-c8e2-79cb-b053-d813ec727e4e&limit=5", headers: asAgent})
+	if q := queries.only(t); q != (toolgate.CallQuery{SessionID: "s1", Tool: "echo", Status: toolgate.StatusFailed, Before: "01a20b24-c8e2-79cb-b053-d813ec727e4e", Limit: 5}) {
 		t.Errorf("the history query is %+v", q)
 	}
 	queries = received[toolgate.CallQuery]{}

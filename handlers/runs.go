@@ -31,10 +31,14 @@ type Agent interface {
 }
 
 // MountAgent returns the Options.Mount that adds the runs API, approval
-// and the auto-approve setting.
-func MountAgent(ag Agent) func(r Router, api *API) {
+// and the auto-approve setting. runStarts bounds the runs one client
+// address may start with a session's token (POST /v1/sessions/{sid}/runs),
+// whatever the session: sessions are cheap to create, so a bound per
+// session alone would not bound an address. The agent key's runs
+// (POST /v1/runs) are not counted.
+func MountAgent(ag Agent, runStarts AddressLimit) func(r Router, api *API) {
 	return func(r Router, api *API) {
-		h := &agentHandlers{api: api, ag: ag}
+		h := &agentHandlers{api: api, ag: ag, runStarts: newAddressBuckets(runStarts, "runs started")}
 		r.With(api.RequireAgent).Post("/v1/runs", h.handleRunCreate)
 		r.With(api.RequireAgent).Get("/v1/runs/{id}", h.handleRunGet)
 		r.With(api.requireSession).Post("/v1/sessions/{sid}/runs", h.handleRunCreate)
@@ -46,8 +50,9 @@ func MountAgent(ag Agent) func(r Router, api *API) {
 }
 
 type agentHandlers struct {
-	api *API
-	ag  Agent
+	api       *API
+	ag        Agent
+	runStarts *addressBuckets // runs started with a session's token, per client address
 }
 
 // handleRunCreate serves POST /v1/runs (agent key) and
@@ -68,6 +73,10 @@ func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) 
 			return
 		}
 		req.SessionID, startedBy = sid, sid
+		if err := h.runStarts.take(r); err != nil {
+			WriteError(w, r, err)
+			return
+		}
 	}
 	id, feed, err := h.ag.StartRun(r.Context(), req, startedBy)
 	if err != nil {

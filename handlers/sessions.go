@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate"
 )
@@ -59,7 +60,12 @@ func (h *sessionHandlers) handleSessionList(w http.ResponseWriter, r *http.Reque
 		WriteError(w, r, err)
 		return
 	}
-	list, err := h.sessions.ListSessions(r.Context(), toolgate.SessionQuery{Before: q.Get("before"), Limit: limit})
+	before, err := beforeCursor(q.Get("before"), "session")
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	list, err := h.sessions.ListSessions(r.Context(), toolgate.SessionQuery{Before: before, Limit: limit})
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -78,4 +84,20 @@ func pageLimit(text string) (int, error) {
 		return 0, toolgate.Errorf(toolgate.EBadRequest, "limit must be a positive whole number")
 	}
 	return n, nil
+}
+
+// beforeCursor reads a list's before parameter: "" when absent, else the
+// id of a what (session, call) as the gateway prints it, the next_before
+// of the previous page: a UUID in lowercase with hyphens. The other
+// spellings of a UUID (uppercase, braces, urn:uuid:, no hyphens) are
+// refused: ids are compared as text, so they would give a wrong page.
+func beforeCursor(text, what string) (string, error) {
+	if text == "" {
+		return "", nil
+	}
+	if id, err := uuid.Parse(text); err != nil || id.String() != text {
+		return "", toolgate.Errorf(toolgate.EBadRequest,
+			"before must be a %s id from next_before, as the gateway gives it (a lowercase UUID such as 01a20b24-c8e2-79cb-b053-d813ec727e4e)", what)
+	}
+	return text, nil
 }

@@ -83,8 +83,15 @@ func TestSessions(t *testing.T) {
 			engine: sessions(fakeSessions{list: func(toolgate.SessionQuery) (*toolgate.SessionList, error) {
 				return nil, toolgate.Errorf(toolgate.EBadRequest, "before must be a session id from next_before")
 			}}),
-			request: request{method: "GET", path: "/v1/sessions?before=zz", headers: asAgent},
+			request: request{method: "GET", path: "/v1/sessions?before=01a20b24-c8e2-79cb-b053-d813ec727e4e", headers: asAgent},
 			status:  400, body: errorBody(toolgate.EBadRequest, "before must be a session id from next_before")},
+		// Ids are compared as text: another spelling of a UUID would give a wrong page.
+		{name: "list with a cursor that is not an id as the gateway prints it",
+			request: request{method: "GET", path: "/v1/sessions?before=01A20B24-C8E2-79CB-B053-D813EC727E4E", headers: asAgent},
+			status:  400, body: errorBody(toolgate.EBadRequest, cursorRefusal("session"))},
+		{name: "list with a cursor that is no id",
+			request: request{method: "GET", path: "/v1/sessions?before=zz", headers: asAgent},
+			status:  400, body: errorBody(toolgate.EBadRequest, cursorRefusal("session"))},
 
 		{name: "close", engine: closeOK,
 			request: request{method: "POST", path: "/v1/sessions/s1/close", headers: asSession("s1")},
@@ -135,8 +142,8 @@ func TestSessionsReceive(t *testing.T) {
 	if sid := closed.only(t); sid != "s8" {
 		t.Errorf("closed session %q, want s8", sid)
 	}
-	ts.call(t, request{method: "GET", path: "/v1/sessions?limit=7&before=s5", headers: asAgent})
-	if q := queries.only(t); q != (toolgate.SessionQuery{Before: "s5", Limit: 7}) {
+	ts.call(t, request{method: "GET", path: "/v1/sessions?limit=7&before=01a20b24-c8e2-79cb-b053-d813ec727e4e", headers: asAgent})
+	if q := queries.only(t); q != (toolgate.SessionQuery{Before: "01a20b24-c8e2-79cb-b053-d813ec727e4e", Limit: 7}) {
 		t.Errorf("the list query is %+v", q)
 	}
 	queries = received[toolgate.SessionQuery]{}
@@ -144,4 +151,10 @@ func TestSessionsReceive(t *testing.T) {
 	if q := queries.only(t); q != (toolgate.SessionQuery{}) {
 		t.Errorf("the list query without parameters is %+v", q)
 	}
+}
+
+// cursorRefusal is the message of a before= that is not an id of a what
+// (session, call) as the gateway prints it.
+func cursorRefusal(what string) string {
+	return "before must be a " + what + " id from next_before, as the gateway gives it (a lowercase UUID such as 01a20b24-c8e2-79cb-b053-d813ec727e4e)"
 }

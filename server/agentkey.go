@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/toolgate/toolgate/store"
@@ -16,10 +16,12 @@ import (
 
 // The agent key at rest. The database holds only its SHA-256 (a 256-bit
 // random key needs no slower hash), under agentKeyHashSetting; a generated
-// key is written once, readable by its owner alone, to the key file beside
-// the database (AgentKeyFile), where later starts read it to print the
-// console link. A key given in the configuration is used as it is and
-// stored nowhere. Databases of earlier versions held the key itself under
+// key is written, whole or not at all and readable by its owner alone, to
+// the key file beside the database (AgentKeyFile), where later starts read
+// it. Deleting the key file rotates the key: the next start generates a
+// new one and replaces the hash (see loadAgentKey). A key given in the
+// configuration is used as it is, stored nowhere, and revokes a generated
+// one. Databases of earlier versions held the key itself under
 // agentKeySetting: at start it is moved to the key file (when that is
 // absent) and replaced by its hash.
 const (
@@ -31,11 +33,11 @@ const (
 	generatedKeyLen = len(agentKeyPrefix) + 43
 )
 
-// agentKey is the caller/admin secret as the engine knows it: always its
-// hash, and the key itself when it was configured or read from the key
-// file. It is set once, before serving, and only read after.
+// agentKey is the caller/admin secret as the engine knows it: the key
+// (configured, read from the key file, or generated) and its hash. It is
+// set once, before serving, and only read after.
 type agentKey struct {
-	plain string   // "" when only the hash is known
+	plain string   // the key
 	hash  [32]byte // SHA-256 of the key
 	file  string   // the key file, "" for a database in memory
 }
@@ -46,23 +48,9 @@ func (k *agentKey) matches(secret string) bool {
 	return secret != "" && subtle.ConstantTimeCompare(sum[:], k.hash[:]) == 1
 }
 
-// foundIn reports whether s holds the key anywhere: the key itself when it
-// is known, else any generated-looking key ("tga_" and 43 characters) in s
-// whose hash is the key's.
+// foundIn reports whether s holds the key anywhere.
 func (k *agentKey) foundIn(s string) bool {
-	if k.plain != "" {
-		return strings.Contains(s, k.plain)
-	}
-	for rest := s; ; {
-		i := strings.Index(rest, agentKeyPrefix)
-		if i < 0 {
-			return false
-		}
-		if len(rest)-i >= generatedKeyLen && k.matches(rest[i:i+generatedKeyLen]) {
-			return true
-		}
-		rest = rest[i+len(agentKeyPrefix):]
-	}
+	return k.plain != "" && strings.Contains(s, k.plain)
 }
 
 // AgentKeyFile is the key file of the database at dbPath: where a
@@ -75,9 +63,8 @@ func AgentKeyFile(dbPath string) string {
 	return dbPath + ".agent-key"
 }
 
-// AgentKey returns the caller/admin secret when the gateway knows it (it
-// was configured, or read from the key file); "" when only its hash is
-// stored, the key file having gone.
+// AgentKey returns the caller/admin secret: configured, read from the key
+// file, or generated at this start.
 func (e *Engine) AgentKey() string { return e.agentKey.plain }
 
 // AgentKeyFile returns the file a generated agent key is kept in ("" for
@@ -93,48 +80,108 @@ func (e *Engine) IsAgentKey(secret string) bool { return e.agentKey.matches(secr
 func (e *Engine) holdsAgentKey(s string) bool { return e.agentKey.foundIn(s) }
 
 // loadAgentKey moves an earlier version's plain key out of the database,
-// then takes the configured key, or the stored hash (and the key from the
-// key file when it matches), or generates a key at first start: written to
-// the key file first, its hash stored after, so that a crash in between
-// leaves a key file the next start adopts.
+// then takes the configured key, or the key of the key file, or generates
+// one:
+//
+//   - A configured key (--agent-key) is used as given and revokes a
+//     generated one: its hash and key file are removed (the file first),
+//     so that the old key does not come back when the flag is dropped.
+//   - A key file whose key matches the stored hash gives the key.
+//   - A key file holding a generated key ("tga_" and 43 characters) with
+//     another hash stored, or none, is adopted and its hash stored: a
+//     start or rotation that stopped between writing the file and storing
+//     the hash.
+//   - Otherwise (no key file, or one empty or malformed) a new key is
+//     generated, written to the key file first and its hash stored after.
+//     When a hash was stored, this is a rotation: the old key stops
+//     working, logged as a warning. Deleting the key file is how an
+//     operator rotates a generated key.
 func (e *Engine) loadAgentKey(ctx context.Context) error {
 	e.agentKey.file = AgentKeyFile(e.cfg.DBPath)
+	removeStaleKeyFiles(e.agentKey.file)
 	stored, err := e.migratePlainAgentKey(ctx)
 	if err != nil {
 		return err
 	}
 	if e.cfg.AgentKey != "" {
 		e.setAgentKey(e.cfg.AgentKey)
-		return nil
+		return e.revokeGeneratedAgentKey(ctx, stored)
 	}
-	fromFile, err := e.readAgentKeyFile()
+	fromFile, found, err := e.readAgentKeyFile()
 	if err != nil {
 		return err
 	}
-	if stored != "" {
-		if err := e.setAgentKeyHash(stored); err != nil {
-			return err
-		}
-		if fromFile != "" && e.agentKey.matches(fromFile) {
-			e.agentKey.plain = fromFile
-		} else {
-			e.log.Warn("the agent key is stored only as a hash and its key file is missing or holds another key: it cannot be printed; pass --agent-key to use a key of your choice",
+	switch {
+	case fromFile != "" && hashToken(fromFile) == stored:
+		e.setAgentKey(fromFile)
+		return nil
+	case isGeneratedKey(fromFile):
+		if stored != "" {
+			e.log.Warn("the agent key file holds another key than the one whose hash is stored: it is adopted, and the old key no longer works",
 				"key_file", e.agentKey.file)
 		}
-		return nil
-	}
-	key := fromFile
-	if key == "" {
-		key = agentKeyPrefix + newSecret()
-		if err := writeAgentKeyFile(e.agentKey.file, key); err != nil {
+		e.setAgentKey(fromFile)
+	default:
+		if found {
+			e.log.Warn("the agent key file is empty or malformed (a start that stopped while writing it?): a new key replaces it",
+				"key_file", e.agentKey.file)
+		}
+		key := agentKeyPrefix + newSecret()
+		if err := writeAgentKeyFile(e.agentKey.file, key, found); err != nil {
 			return err
 		}
+		if stored != "" {
+			e.log.Warn("AGENT KEY ROTATED: the key file was missing or damaged, so a new agent key was generated; the old key no longer works, and callers need the new one from the key file",
+				"key_file", e.agentKey.file)
+		}
+		e.setAgentKey(key)
 	}
-	e.setAgentKey(key)
-	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(agentKeyHashSetting, hashToken(key)) }); err != nil {
+	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(agentKeyHashSetting, hashToken(e.agentKey.plain)) }); err != nil {
 		return fmt.Errorf("store the agent key's hash: %w", err)
 	}
 	return nil
+}
+
+// revokeGeneratedAgentKey removes a generated key, its key file and its
+// stored hash, when a key is configured. The file goes first: a hash left
+// alone by a crash is replaced at the next start without the flag (as for
+// a deleted key file), while a file left alone would be adopted.
+func (e *Engine) revokeGeneratedAgentKey(ctx context.Context, stored string) error {
+	removed := false
+	if e.agentKey.file != "" {
+		err := os.Remove(e.agentKey.file)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the generated agent key's file, which --agent-key replaces: %w", err)
+		}
+		if removed = err == nil; removed {
+			syncDir(filepath.Dir(e.agentKey.file))
+		}
+	}
+	if stored != "" {
+		if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.DeleteSetting(agentKeyHashSetting) }); err != nil {
+			return fmt.Errorf("remove the generated agent key's hash, which --agent-key replaces: %w", err)
+		}
+		removed = true
+	}
+	if removed {
+		e.log.Warn("the configured agent key replaces the generated one: the generated key is revoked and its key file removed; without --agent-key the next start generates a new key",
+			"key_file", e.agentKey.file)
+	}
+	return nil
+}
+
+// isGeneratedKey reports whether s has the shape of a generated key: the
+// prefix and 43 characters of unpadded base64url.
+func isGeneratedKey(s string) bool {
+	if len(s) != generatedKeyLen || !strings.HasPrefix(s, agentKeyPrefix) {
+		return false
+	}
+	for _, c := range s[len(agentKeyPrefix):] {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // migratePlainAgentKey replaces a plain key an earlier version stored by
@@ -154,7 +201,7 @@ func (e *Engine) migratePlainAgentKey(ctx context.Context) (string, error) {
 	}
 	if hash == hashToken(plain) && e.agentKey.file != "" {
 		if _, err := os.Stat(e.agentKey.file); errors.Is(err, fs.ErrNotExist) {
-			if err := writeAgentKeyFile(e.agentKey.file, plain); err != nil {
+			if err := writeAgentKeyFile(e.agentKey.file, plain, false); err != nil {
 				return "", err
 			}
 		}
@@ -177,48 +224,84 @@ func (e *Engine) setAgentKey(key string) {
 	e.agentKey.hash = sha256.Sum256([]byte(key))
 }
 
-func (e *Engine) setAgentKeyHash(stored string) error {
-	b, err := hex.DecodeString(stored)
-	if err != nil || len(b) != len(e.agentKey.hash) {
-		return fmt.Errorf("the stored agent key hash (setting %s) is not a SHA-256 in hex", agentKeyHashSetting)
-	}
-	copy(e.agentKey.hash[:], b)
-	return nil
-}
-
-// readAgentKeyFile returns the key in the key file, "" when there is none.
-// A key file others may read is logged.
-func (e *Engine) readAgentKeyFile() (string, error) {
+// readAgentKeyFile returns the key in the key file ("" when there is
+// none, or the file is empty) and whether the file exists. A key file
+// others may read is logged.
+func (e *Engine) readAgentKeyFile() (key string, found bool, err error) {
 	if e.agentKey.file == "" {
-		return "", nil
+		return "", false, nil
 	}
 	b, err := os.ReadFile(e.agentKey.file)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return "", false, nil
 	} else if err != nil {
-		return "", fmt.Errorf("read the agent key file: %w", err)
+		return "", false, fmt.Errorf("read the agent key file: %w", err)
 	}
 	if info, err := os.Stat(e.agentKey.file); err == nil && info.Mode().Perm()&0o077 != 0 {
 		e.log.Warn("the agent key file can be read by other users; chmod 600 it", "key_file", e.agentKey.file, "mode", info.Mode().Perm().String())
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimSpace(string(b)), true, nil
 }
 
-// writeAgentKeyFile writes a new key file, 0600 whatever the umask; it
-// never overwrites one. With no file (a database in memory) it does
-// nothing: the key is printed at start and lives as long as the process.
-func writeAgentKeyFile(path, key string) error {
+// keyFileTempSuffix marks the temporary file a key file is written to
+// before it is put in place.
+const keyFileTempSuffix = ".tmp-"
+
+// writeAgentKeyFile writes a key file, 0600 whatever the umask, so that it
+// appears whole or not at all: the key goes to a temporary file in the
+// same directory, which is synced, then linked into place (never over an
+// existing file) or, with replace, renamed over the file there (one found
+// empty or malformed); the directory is synced after. With no file (a
+// database in memory) it does nothing: the key is printed at start and
+// lives as long as the process.
+func writeAgentKeyFile(path, key string, replace bool) error {
 	if path == "" {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+keyFileTempSuffix+"*")
 	if err != nil {
 		return fmt.Errorf("write the agent key file: %w", err)
 	}
-	_, err = f.WriteString(key + "\n")
-	if err = errors.Join(err, f.Chmod(0o600), f.Sync(), f.Close()); err != nil {
-		os.Remove(path)
+	defer os.Remove(tmp.Name()) // once linked or renamed, a name that is gone or no longer needed
+	_, err = tmp.WriteString(key + "\n")
+	if err = errors.Join(err, tmp.Chmod(0o600), tmp.Sync(), tmp.Close()); err != nil {
 		return fmt.Errorf("write the agent key file %s: %w", path, err)
 	}
+	if replace {
+		err = os.Rename(tmp.Name(), path)
+	} else if err = os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		// A file system without hard links: rename, when nothing is there.
+		if _, statErr := os.Lstat(path); errors.Is(statErr, fs.ErrNotExist) {
+			err = os.Rename(tmp.Name(), path)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("put the agent key file %s in place: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
 	return nil
+}
+
+// removeStaleKeyFiles removes the temporary key files a start that stopped
+// while writing the key file left beside it.
+func removeStaleKeyFiles(path string) {
+	if path == "" {
+		return
+	}
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+keyFileTempSuffix
+	entries, _ := os.ReadDir(dir)
+	for _, entry := range entries {
+		if strings.HasPrefix(entry.Name(), prefix) {
+			os.Remove(filepath.Join(dir, entry.Name()))
+		}
+	}
+}
+
+// syncDir makes a file created, renamed or removed in dir durable. Where a
+// directory cannot be synced (Windows) it does nothing.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
 }

@@ -124,6 +124,17 @@ type Config struct {
 	MaxRunsPerSession int
 	RunRate           float64
 	RunBurst          int
+	// AddressRunRate and AddressRunBurst bound the runs one client
+	// address may start with session tokens, whatever the session (a
+	// bucket per address): sessions are cheap, so the per-session bounds
+	// alone multiply by the sessions an address may create.
+	AddressRunRate  float64
+	AddressRunBurst int
+	// MaxSessionRuns bounds the runs started with session tokens that
+	// are in progress at once in the whole gateway (each one a series of
+	// requests to the operator's paid model); the agent key's runs are
+	// not counted.
+	MaxSessionRuns int
 	// MaxOpenCallsPerSession bounds the calls not yet final whose target
 	// is one session; the next call to its tools is refused.
 	MaxOpenCallsPerSession int
@@ -173,6 +184,9 @@ func DefaultConfig() Config {
 		MaxRunsPerSession:      4,
 		RunRate:                0.2,
 		RunBurst:               10,
+		AddressRunRate:         0.5,
+		AddressRunBurst:        20,
+		MaxSessionRuns:         16,
 		MaxOpenCallsPerSession: 1000,
 		MaxStreamsPerSession:   8,
 		BodyReadTimeout:        10 * time.Second,
@@ -245,6 +259,15 @@ func (c Config) withAbuseLimitDefaults(d Config) Config {
 	if c.MaxOpenCallsPerSession == 0 {
 		c.MaxOpenCallsPerSession = d.MaxOpenCallsPerSession
 	}
+	if c.AddressRunRate == 0 {
+		c.AddressRunRate = d.AddressRunRate
+	}
+	if c.AddressRunBurst == 0 {
+		c.AddressRunBurst = d.AddressRunBurst
+	}
+	if c.MaxSessionRuns == 0 {
+		c.MaxSessionRuns = d.MaxSessionRuns
+	}
 	return c
 }
 
@@ -253,6 +276,14 @@ func (c Config) withAbuseLimitDefaults(d Config) Config {
 func (c Config) sessionLimit() handlers.SessionLimit {
 	trusted, _ := handlers.ParseTrustedProxies(c.TrustedProxies)
 	return handlers.SessionLimit{PerSecond: c.SessionRate, Burst: c.SessionBurst, TrustedProxies: trusted}
+}
+
+// runStartLimit is the handlers' limit of the runs one client address
+// may start with session tokens. The trusted proxies were checked by
+// Validate.
+func (c Config) runStartLimit() handlers.AddressLimit {
+	trusted, _ := handlers.ParseTrustedProxies(c.TrustedProxies)
+	return handlers.AddressLimit{PerSecond: c.AddressRunRate, Burst: c.AddressRunBurst, TrustedProxies: trusted}
 }
 
 // Validate reports the first setting that cannot work.
@@ -297,8 +328,8 @@ func (c Config) Validate() error {
 	if _, err := handlers.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("trusted proxies: %v (give CIDR prefixes such as 10.0.0.0/8, or addresses)", err))
 	}
-	if math.IsNaN(c.SessionRate) || math.IsNaN(c.RunRate) {
-		errs = append(errs, errors.New("session rate and run rate must be numbers"))
+	if math.IsNaN(c.SessionRate) || math.IsNaN(c.RunRate) || math.IsNaN(c.AddressRunRate) {
+		errs = append(errs, errors.New("session rate, run rate and address run rate must be numbers"))
 	}
 	for _, h := range c.AllowedHosts {
 		if strings.ContainsAny(h, "/ ") || h == "" {

@@ -2,26 +2,23 @@ package server
 
 import "testing"
 
-// TestHasDuplicateKey: a member named twice in one object, at any depth
-// and however spelled, is found; the same name in different objects, or
-// a name that is also a value, is not a duplicate.
-func TestHasDuplicateKey(t *testing.T) {
+// TestJSONDepth: nesting is counted across objects and arrays, the outer
+// one included; brackets inside strings, escaped quotes among them, are
+// not nesting.
+func TestJSONDepth(t *testing.T) {
 	for _, tc := range []struct {
 		json string
-		want bool
+		want int
 	}{
-		{`{"a":1,"b":2}`, false},
-		{`{"a":1,"a":2}`, true},
-		{`{"a":1,"\u0061":2}`, true},
-		{`{"a":{"a":1},"b":[{"a":1},{"a":2}]}`, false},
-		{`{"a":"b","b":"a"}`, false},
-		{`{"x":[1,{"k":{},"k":[]}]}`, true},
-		{`{"x":{"y":{"z":1,"w":2,"z":3}}}`, true},
-		{`{"a":[],"b":{},"c":null,"a":0}`, true},
-		{`{"a":`, true},
+		{`1`, 0},
+		{`{}`, 1},
+		{`{"a":[1,{"b":[]}]}`, 4},
+		{`{"a":[],"b":{},"c":[[]]}`, 3},
+		{`{"s":"[[[{{{"}`, 1},
+		{`{"s":"\"[[","t":"\\","u":[]}`, 2},
 	} {
-		if got := hasDuplicateKey([]byte(tc.json)); got != tc.want {
-			t.Errorf("hasDuplicateKey(%s) = %v, want %v", tc.json, got, tc.want)
+		if got := jsonDepth(tc.json); got != tc.want {
+			t.Errorf("jsonDepth(%s) = %d, want %d", tc.json, got, tc.want)
 		}
 	}
 }

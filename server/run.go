@@ -87,7 +87,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	s.Agent = agent
 	s.api = handlers.New(handlers.Options{
 		Engine:         eng,
-		Mount:          handlers.MountAgent(agent),
+		Mount:          handlers.MountAgent(agent, cfg.runStartLimit()),
 		Metrics:        eng.MetricsHandler(),
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,

@@ -15,29 +15,35 @@ const maxTrackedRunSessions = 16384
 
 // runLimits bounds the runs started with a session's token (each one a
 // series of requests to the operator's paid model): how many may be in
-// progress at once per session, and how fast a session may start them.
-// Runs started with the agent key are not counted. It owns the count of
-// each session's runs in progress: a slot is taken when a run is admitted
-// (or resumed at start-up) and given back when its goroutine ends.
+// progress at once per session and in the whole gateway, and how fast a
+// session may start them (the pace per client address is the handlers'
+// part: handlers.MountAgent). Runs started with the agent key are not
+// counted. It owns the count of the runs in progress: a slot is taken
+// when a run is admitted (or resumed at start-up) and given back when its
+// goroutine ends.
 type runLimits struct {
-	maxInProgress int                 // 0 or less: no bound
+	maxInProgress int                 // per session; 0 or less: no bound
+	maxTotal      int                 // in the whole gateway; 0 or less: no bound
 	starts        *keyedlimit.Buckets // nil: no bound on the pace
 
 	mu         sync.Mutex
 	inProgress map[string]int // by the session that started them
+	total      int            // the sum of inProgress
 }
 
 func newRunLimits(cfg Config) *runLimits {
 	return &runLimits{
 		maxInProgress: cfg.MaxRunsPerSession,
+		maxTotal:      cfg.MaxSessionRuns,
 		starts:        keyedlimit.New(cfg.RunRate, cfg.RunBurst, maxTrackedRunSessions),
 		inProgress:    map[string]int{},
 	}
 }
 
 // admit takes a slot for a new run started by session sid, or refuses it
-// with 429 RATE_LIMITED: when the session has its most runs in progress
-// (Retry-After: a few seconds), or has started runs faster than its pace
+// with 429 RATE_LIMITED: when the session has its most runs in progress,
+// or the gateway its most runs started by sessions (Retry-After: a few
+// seconds), or the session has started runs faster than its pace
 // (Retry-After: the seconds until it may start one). The caller gives the
 // slot back with done when the run ends, or is not started after all.
 func (l *runLimits) admit(sid string, now time.Time) error {
@@ -49,6 +55,12 @@ func (l *runLimits) admit(sid string, now time.Time) error {
 		err.RetryAfterSeconds = busyRetryAfterSeconds
 		return err.WithDetails(map[string]any{"retry_after_seconds": busyRetryAfterSeconds, "limit": l.maxInProgress})
 	}
+	if l.maxTotal > 0 && l.total >= l.maxTotal {
+		err := toolgate.Errorf(toolgate.ERateLimited,
+			"the gateway already has %d runs started by sessions in progress, the most it allows; retry when one has ended", l.maxTotal)
+		err.RetryAfterSeconds = busyRetryAfterSeconds
+		return err.WithDetails(map[string]any{"retry_after_seconds": busyRetryAfterSeconds, "limit": l.maxTotal})
+	}
 	if ok, wait := l.starts.Take(sid, now); !ok {
 		seconds := int(math.Ceil(wait.Seconds()))
 		err := toolgate.Errorf(toolgate.ERateLimited, "session %s is starting runs too fast; retry in %d s", sid, seconds)
@@ -56,6 +68,7 @@ func (l *runLimits) admit(sid string, now time.Time) error {
 		return err.WithDetails(map[string]any{"retry_after_seconds": seconds})
 	}
 	l.inProgress[sid]++
+	l.total++
 	return nil
 }
 
@@ -64,6 +77,7 @@ func (l *runLimits) admit(sid string, now time.Time) error {
 func (l *runLimits) resumed(sid string) {
 	l.mu.Lock()
 	l.inProgress[sid]++
+	l.total++
 	l.mu.Unlock()
 }
 
@@ -71,6 +85,9 @@ func (l *runLimits) resumed(sid string) {
 func (l *runLimits) done(sid string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.inProgress[sid] > 0 {
+		l.total--
+	}
 	if l.inProgress[sid] <= 1 {
 		delete(l.inProgress, sid)
 	} else {

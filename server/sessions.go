@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -154,11 +152,19 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 	}, nil
 }
 
+// maxMetadataDepth is how deeply a session's metadata may nest objects and
+// arrays, the metadata object itself counted: far below what any JSON
+// reader accepts (serde_json 128, Python's recursion limit about 1,000),
+// so that every page of GET /v1/sessions can be read by every client,
+// and ample for labels.
+const maxMetadataDepth = 32
+
 // checkMetadata returns the text a session's metadata is stored as: the
-// object compacted, or re-encoded without the agent key (see dropSecrets)
-// or a member named twice; "{}" for none. It refuses metadata that is not
-// a JSON object in valid UTF-8 (400), or that is larger than
-// MaxMetadataBytes as stored (413).
+// object compacted, or re-encoded without the agent key (see dropSecrets);
+// "{}" for none. It refuses (400) metadata that is not a JSON object that
+// every reader reads alike (toolgate.CheckStrictJSON: valid UTF-8, no
+// member named twice) or that nests deeper than maxMetadataDepth, and
+// (413) metadata larger than MaxMetadataBytes as stored.
 func (e *Engine) checkMetadata(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "{}", nil
@@ -172,16 +178,23 @@ func (e *Engine) checkMetadata(raw json.RawMessage) (string, error) {
 	if err := e.checkMetadataSize(metadata); err != nil {
 		return "", err // before decoding: no work spent on what is refused
 	}
+	if depth := jsonDepth(metadata); depth > maxMetadataDepth {
+		return "", toolgate.Errorf(toolgate.EBadRequest,
+			"metadata nests objects and arrays %d levels deep; at most %d levels are allowed", depth, maxMetadataDepth).
+			WithDetails(map[string]any{"limit_depth": maxMetadataDepth})
+	}
+	// A member named twice is read as the first, the last or both by
+	// different readers: refused, so the stored text says one thing.
+	if err := toolgate.CheckStrictJSON([]byte(metadata)); err != nil {
+		return "", toolgate.Errorf(toolgate.EBadRequest, "metadata %v", err)
+	}
 	var obj map[string]any
 	dec := json.NewDecoder(strings.NewReader(metadata))
 	dec.UseNumber() // numbers re-encoded as they came
 	if err := dec.Decode(&obj); err != nil {
 		return "", toolgate.Errorf(toolgate.EBadRequest, "metadata must be a JSON object")
 	}
-	// The text is kept as given only when it says what obj says: a
-	// member named twice decodes to its last value, so the text could
-	// hold a secret that obj, once checked, does not.
-	if dropSecrets(obj, e.holdsAgentKey) || hasDuplicateKey(raw) {
+	if dropSecrets(obj, e.holdsAgentKey) {
 		b, err := json.Marshal(obj)
 		if err != nil {
 			return "", err
@@ -190,6 +203,36 @@ func (e *Engine) checkMetadata(raw json.RawMessage) (string, error) {
 	}
 	// Re-encoding may have lengthened it (escapes such as \u003c).
 	return metadata, e.checkMetadataSize(metadata)
+}
+
+// jsonDepth returns how deeply the JSON text raw nests objects and arrays
+// (0 for a scalar), in one pass that skips strings; it does not check
+// that raw is valid JSON.
+func jsonDepth(raw string) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // checkMetadataSize refuses metadata larger than MaxMetadataBytes.
@@ -268,7 +311,8 @@ const (
 // and tools from memory. q.Before is the next_before of the previous page.
 func (e *Engine) ListSessions(ctx context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error) {
 	if q.Before != "" {
-		if _, err := uuid.Parse(q.Before); err != nil {
+		// Ids are compared as text: only the spelling the gateway gives.
+		if id, err := uuid.Parse(q.Before); err != nil || id.String() != q.Before {
 			return nil, toolgate.Errorf(toolgate.EBadRequest, "before must be a session id from next_before")
 		}
 	}
@@ -468,58 +512,6 @@ func (e *Engine) Sweep(ctx context.Context) {
 		e.log.Error("sweep", "err", err)
 	} else if pruned > 0 {
 		e.log.Debug("pruned events", "count", pruned)
-	}
-}
-
-// hasDuplicateKey reports whether an object in the JSON text raw, at any
-// depth, names a member twice (spelled alike or not: "u" and "\u0075"
-// are one name). Text that is not valid JSON counts as having one.
-func hasDuplicateKey(raw []byte) bool {
-	type level struct {
-		keys      map[string]bool // nil in an array
-		expectKey bool            // the next token of an object is a member name
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var stack []*level
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF && len(stack) == 0 {
-			return false
-		}
-		if err != nil {
-			return true
-		}
-		var top *level
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if name, ok := tok.(string); ok && top != nil && top.keys != nil && top.expectKey {
-			if top.keys[name] {
-				return true
-			}
-			top.keys[name] = true
-			top.expectKey = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &level{keys: map[string]bool{}, expectKey: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, &level{})
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				continue
-			}
-			top = stack[len(stack)-1]
-		}
-		// A value ended: in an object, a name comes next.
-		if top != nil && top.keys != nil {
-			top.expectKey = true
-		}
 	}
 }
 

@@ -173,16 +173,12 @@ func warnIfNamesRefused(log *slog.Logger, cfg server.Config) {
 	}
 }
 
-// printAgentKey prints the serving line, then the agent key and the
-// console link when the gateway knows the key (configured, or read from
-// its key file), or where it went when only its hash is stored.
+// printAgentKey prints the serving line, then the agent key (and where a
+// generated one is kept) and the console link.
 func printAgentKey(url string, cfg server.Config, eng *server.Engine) {
 	fmt.Printf("toolgate serving on %s\n", url)
 	key, file := eng.AgentKey(), eng.AgentKeyFile()
 	switch {
-	case key == "":
-		fmt.Printf("agent key: not known here: the database holds only its hash and %s is missing; pass --agent-key to set one\n", file)
-		return
 	case cfg.AgentKey == "" && file != "":
 		fmt.Printf("agent key: %s (kept in %s)\n", key, file)
 	default:

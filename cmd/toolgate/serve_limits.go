@@ -17,6 +17,10 @@ type abuseLimitFlags struct {
 	trustedProxies                                string
 	sessionRate, runRate                          float64
 	sessionBurst, maxRuns, runBurst, maxOpenCalls int64
+
+	// The bounds on runs started with session tokens across sessions.
+	addressRunRate                  float64
+	addressRunBurst, maxSessionRuns int64
 }
 
 // addAbuseLimitFlags registers the abuse-limit flags, their defaults
@@ -37,6 +41,12 @@ func addAbuseLimitFlags(f *envFlags, cfg server.Config) *abuseLimitFlags {
 		"runs a session's token may start at once; 0 disables the limit")
 	f.integer(&a.maxOpenCalls, "max-open-calls-per-session", "TOOLGATE_MAX_OPEN_CALLS_PER_SESSION", int64(cfg.MaxOpenCallsPerSession),
 		"calls not yet final one session may be the target of; 0 disables the limit")
+	f.float(&a.addressRunRate, "address-run-rate", "TOOLGATE_ADDRESS_RUN_RATE", cfg.AddressRunRate,
+		"runs one client address (IPv6: /64) may start with session tokens per second, whatever the session, after its burst; 0 disables the limit")
+	f.integer(&a.addressRunBurst, "address-run-burst", "TOOLGATE_ADDRESS_RUN_BURST", int64(cfg.AddressRunBurst),
+		"runs one client address may start with session tokens at once, whatever the session; 0 disables the limit")
+	f.integer(&a.maxSessionRuns, "max-session-runs", "TOOLGATE_MAX_SESSION_RUNS", int64(cfg.MaxSessionRuns),
+		"runs started with session tokens that may be in progress at once in the whole gateway (the agent key's are not counted); 0 disables the limit")
 	return a
 }
 
@@ -60,6 +70,9 @@ func (a *abuseLimitFlags) apply(cfg *server.Config) {
 	cfg.RunRate = disabledIfNotPositive(a.runRate)
 	cfg.RunBurst = int(disabledIfNotPositive(float64(a.runBurst)))
 	cfg.MaxOpenCallsPerSession = int(disabledIfNotPositive(float64(a.maxOpenCalls)))
+	cfg.AddressRunRate = disabledIfNotPositive(a.addressRunRate)
+	cfg.AddressRunBurst = int(disabledIfNotPositive(float64(a.addressRunBurst)))
+	cfg.MaxSessionRuns = int(disabledIfNotPositive(float64(a.maxSessionRuns)))
 }
 
 func (f *envFlags) float(p *float64, name, env string, def float64, usage string) {

@@ -11,7 +11,8 @@ import (
 
 // abuseEnv lists the abuse limits' environment variables.
 var abuseEnv = []string{"TOOLGATE_TRUSTED_PROXIES", "TOOLGATE_SESSION_RATE", "TOOLGATE_SESSION_BURST",
-	"TOOLGATE_MAX_RUNS_PER_SESSION", "TOOLGATE_RUN_RATE", "TOOLGATE_RUN_BURST", "TOOLGATE_MAX_OPEN_CALLS_PER_SESSION"}
+	"TOOLGATE_MAX_RUNS_PER_SESSION", "TOOLGATE_RUN_RATE", "TOOLGATE_RUN_BURST", "TOOLGATE_MAX_OPEN_CALLS_PER_SESSION",
+	"TOOLGATE_ADDRESS_RUN_RATE", "TOOLGATE_ADDRESS_RUN_BURST", "TOOLGATE_MAX_SESSION_RUNS"}
 
 // TestServeAbuseLimitFlags: the limits default to DefaultConfig's; each
 // comes from its flag or variable; 0 disables one (a negative value in the
@@ -25,22 +26,27 @@ func TestServeAbuseLimitFlags(t *testing.T) {
 	cfg, _, err := serveFlags(nil)
 	if err != nil || cfg.SessionRate != def.SessionRate || cfg.SessionBurst != def.SessionBurst ||
 		cfg.MaxRunsPerSession != def.MaxRunsPerSession || cfg.RunRate != def.RunRate || cfg.RunBurst != def.RunBurst ||
-		cfg.MaxOpenCallsPerSession != def.MaxOpenCallsPerSession || cfg.TrustedProxies != nil {
+		cfg.MaxOpenCallsPerSession != def.MaxOpenCallsPerSession || cfg.TrustedProxies != nil ||
+		cfg.AddressRunRate != def.AddressRunRate || cfg.AddressRunBurst != def.AddressRunBurst || cfg.MaxSessionRuns != def.MaxSessionRuns {
 		t.Fatalf("defaults: %+v, %v", cfg, err)
 	}
 
 	cfg, _, err = serveFlags([]string{"--session-rate", "0.5", "--session-burst", "300", "--trusted-proxies", "10.0.0.0/8, 127.0.0.1",
-		"--max-runs-per-session", "1", "--run-rate", "0", "--run-burst", "3", "--max-open-calls-per-session", "0"})
+		"--max-runs-per-session", "1", "--run-rate", "0", "--run-burst", "3", "--max-open-calls-per-session", "0",
+		"--address-run-rate", "0.25", "--address-run-burst", "0", "--max-session-runs", "8"})
 	if err != nil || cfg.SessionRate != 0.5 || cfg.SessionBurst != 300 || !slices.Equal(cfg.TrustedProxies, []string{"10.0.0.0/8", "127.0.0.1"}) ||
-		cfg.MaxRunsPerSession != 1 || cfg.RunRate >= 0 || cfg.RunBurst != 3 || cfg.MaxOpenCallsPerSession >= 0 {
+		cfg.MaxRunsPerSession != 1 || cfg.RunRate >= 0 || cfg.RunBurst != 3 || cfg.MaxOpenCallsPerSession >= 0 ||
+		cfg.AddressRunRate != 0.25 || cfg.AddressRunBurst >= 0 || cfg.MaxSessionRuns != 8 {
 		t.Fatalf("from flags (run rate and open calls disabled): %+v, %v", cfg, err)
 	}
 
 	t.Setenv("TOOLGATE_SESSION_RATE", "0")
 	t.Setenv("TOOLGATE_MAX_OPEN_CALLS_PER_SESSION", "50")
 	t.Setenv("TOOLGATE_TRUSTED_PROXIES", "fd00::/8")
+	t.Setenv("TOOLGATE_MAX_SESSION_RUNS", "0")
 	cfg, _, err = serveFlags(nil)
-	if err != nil || cfg.SessionRate >= 0 || cfg.MaxOpenCallsPerSession != 50 || !slices.Equal(cfg.TrustedProxies, []string{"fd00::/8"}) {
+	if err != nil || cfg.SessionRate >= 0 || cfg.MaxOpenCallsPerSession != 50 || !slices.Equal(cfg.TrustedProxies, []string{"fd00::/8"}) ||
+		cfg.MaxSessionRuns >= 0 {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
 
