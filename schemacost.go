@@ -28,6 +28,13 @@ const (
 	// MaxPatternBytes is the length of all the regular expressions of one
 	// schema together, in bytes.
 	MaxPatternBytes = 16 << 10
+	// MaxValidationEvaluations bounds the work of validating one call's
+	// args: their values (objects, arrays and scalars) times the
+	// evaluations one value may cost (SchemaCost.PerValue). Over it, the
+	// call is refused before validating. Each evaluation costs about a
+	// microsecond when it fails (BENCHMARKS.md, "Tool schemas: the limits
+	// and their worst case").
+	MaxValidationEvaluations = 25000
 )
 
 // checkSchemaCost refuses a parameters schema (already a valid JSON
@@ -56,24 +63,63 @@ func checkSchemaCost(raw []byte) error {
 	return nil
 }
 
+// SchemaCost is what validating args against a parameters schema can
+// cost, in subschema evaluations (SchemaEvaluations).
+type SchemaCost struct {
+	// PerPath bounds the evaluations of one path of args (the top-level
+	// object, one member of it, one member of that…): the bound
+	// MaxSchemaEvaluations applies to.
+	PerPath int64
+	// PerValue bounds the evaluations of one value of args (an object, an
+	// array or a scalar) at whatever level it is: a validation costs at
+	// most PerValue times the number of values in args. It is at most
+	// PerPath, and much less for a recursive schema (each level of a
+	// recursion costs its own few evaluations, not the path's).
+	PerValue int64
+}
+
+// SchemaEvaluations bounds the cost of validating args against a
+// parameters schema (one that passed CheckToolParameters), or says why it
+// cannot (the refusals of CheckToolParameters' cost check).
+func SchemaEvaluations(raw []byte) (SchemaCost, error) {
+	g, root, err := costGraph(raw)
+	if err != nil {
+		return SchemaCost{}, err
+	}
+	perPath, err := g.walks(root, MaxJSONDepth-1)
+	if err != nil {
+		return SchemaCost{}, err
+	}
+	return SchemaCost{PerPath: perPath, PerValue: max(root.here, root.deep[MaxJSONDepth-1])}, nil
+}
+
 // schemaEvaluations is checkSchemaCost's bound of a schema, or why it is
 // refused (errCostTooHigh once the count passes MaxSchemaEvaluations).
 func schemaEvaluations(raw []byte) (int64, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return 0, fmt.Errorf("is not JSON: %v", err)
-	}
-	g := newSchemaGraph(doc)
-	if g.err != nil {
-		return 0, g.err
-	}
-	root, err := g.node("", g.rootBase)
+	g, root, err := costGraph(raw)
 	if err != nil {
 		return 0, err
 	}
 	return g.walks(root, MaxJSONDepth-1) // the args object is the first level
+}
+
+// costGraph reads raw into its schema graph and resolves its root.
+func costGraph(raw []byte) (*schemaGraph, *schemaNode, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, nil, fmt.Errorf("is not JSON: %v", err)
+	}
+	g := newSchemaGraph(doc)
+	if g.err != nil {
+		return nil, nil, g.err
+	}
+	root, err := g.node("", g.rootBase)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, root, nil
 }
 
 // errCostTooComplex is the refusal of a schema whose count would itself
@@ -135,6 +181,12 @@ type schemaNode struct {
 	// total[d] is the count of walks from here with d instance levels
 	// left; 0 while not known.
 	total [MaxJSONDepth]int64
+	// here is the count of n's closure: the evaluations of the value n
+	// applies to (set by walks).
+	here int64
+	// deep[d] bounds the evaluations of one value at any of the d levels
+	// below (set with total[d]): the largest count of one level.
+	deep [MaxJSONDepth]int64
 }
 
 // defaultSchemaBase is the URL a schema without a top-level $id is read
@@ -470,6 +522,7 @@ func (g *schemaGraph) walks(n *schemaNode, depth int) (int64, error) {
 	for _, k := range closure {
 		total += k
 	}
+	here := total // the evaluations of the value at this level
 	if depth > 0 {
 		// The members told apart: each name some properties lists, and
 		// any other; each index some prefixItems lists, and any other.
@@ -481,9 +534,11 @@ func (g *schemaGraph) walks(n *schemaNode, depth int) (int64, error) {
 			}
 			longest = max(longest, len(m.prefixItems))
 		}
-		var most int64
+		var most, deepest int64
 		try := func(applying func(m *schemaNode) []*schemaNode) error {
-			var sum int64
+			// next counts the member's own evaluations, below those
+			// of the levels under it: a bound on each level's sum.
+			var sum, next, below int64
 			for m, k := range closure {
 				for _, c := range applying(m) {
 					if c == nil {
@@ -496,12 +551,16 @@ func (g *schemaGraph) walks(n *schemaNode, depth int) (int64, error) {
 					if sum += k * w; sum > MaxSchemaEvaluations {
 						return errCostTooHigh
 					}
+					next += k * c.here // at most k·w
+					below += k * c.deep[depth-1]
+
 				}
 			}
 			if g.work += len(closure); g.work > maxCostWork {
 				return errCostTooComplex
 			}
 			most = max(most, sum)
+			deepest = max(deepest, next, below)
 			return nil
 		}
 		objectMember := func(name string, named bool) func(m *schemaNode) []*schemaNode {
@@ -541,7 +600,9 @@ func (g *schemaGraph) walks(n *schemaNode, depth int) (int64, error) {
 		if total += most; total > MaxSchemaEvaluations {
 			return 0, errCostTooHigh
 		}
+		n.deep[depth] = deepest
 	}
+	n.here = here
 	n.total[depth] = total
 	return total, nil
 }

@@ -28,23 +28,41 @@ const MaxJSONDepth = 128
 // client it is forwarded to. The error's message is a phrase that reads
 // after the name of what was checked ("args: …").
 func CheckStrictJSON(raw []byte) error {
-	return checkJSONText(raw, MaxJSONDepth, 0)
+	_, err := CheckStrictJSONValues(raw)
+	return err
+}
+
+// CheckStrictJSONValues is CheckStrictJSON that also returns the number
+// of values raw holds (objects, arrays, strings, numbers, true, false and
+// null; member names are not values), counted in the same pass: what a
+// schema validation of raw visits.
+func CheckStrictJSONValues(raw []byte) (int, error) {
+	return walkJSONText(raw, MaxJSONDepth, 0)
 }
 
 // checkJSONText runs CheckStrictJSON's checks with the given nesting
 // limit and, when maxNodes is positive, a limit on the number of objects
 // and arrays. Its cost is one pass over raw (two while raw is valid).
 func checkJSONText(raw []byte, maxDepth, maxNodes int) error {
+	_, err := walkJSONText(raw, maxDepth, maxNodes)
+	return err
+}
+
+// walkJSONText is checkJSONText, returning the number of values of raw.
+func walkJSONText(raw []byte, maxDepth, maxNodes int) (int, error) {
 	if !json.Valid(raw) {
-		return errors.New(syntaxErrorMessage(raw))
+		return 0, errors.New(syntaxErrorMessage(raw))
 	}
 	if !utf8.Valid(raw) {
-		return fmt.Errorf("is not valid UTF-8 (at byte %d)", firstInvalidUTF8(raw))
+		return 0, fmt.Errorf("is not valid UTF-8 (at byte %d)", firstInvalidUTF8(raw))
 	}
 	var levels [16]jsonLevel
 	var keys [32][]byte
 	w := jsonWalk{raw: raw, maxDepth: maxDepth, maxNodes: maxNodes, stack: levels[:0], keys: keys[:0]}
-	return w.run()
+	if err := w.run(); err != nil {
+		return 0, err
+	}
+	return w.values, nil
 }
 
 // syntaxErrorMessage says what is wrong with text json.Valid refused.
@@ -82,6 +100,7 @@ type jsonWalk struct {
 	maxDepth int
 	maxNodes int
 	nodes    int
+	values   int // objects, arrays and scalars (not member names)
 	stack    []jsonLevel
 	// keys are the member names of the open objects, outermost first:
 	// those of stack[i] start at stack[i].keyStart. A name is a slice of
@@ -111,6 +130,7 @@ func (w *jsonWalk) run() error {
 				return fmt.Errorf("nests objects and arrays deeper than %d levels", w.maxDepth)
 			}
 			w.nodes++
+			w.values++
 			if w.maxNodes > 0 && w.nodes > w.maxNodes {
 				return fmt.Errorf("has more than %d objects and arrays", w.maxNodes)
 			}
@@ -142,10 +162,20 @@ func (w *jsonWalk) run() error {
 				if err := w.addKey(raw[i:end+1], escaped); err != nil {
 					return err
 				}
+			} else {
+				w.values++
 			}
 			i = end + 1
+		case ' ', '\t', '\n', '\r', ':':
+			i++
 		default:
-			i++ // white space, ':', and the bytes of numbers and literals
+			// A number or a literal: it runs to the next delimiter.
+			w.values++
+			for i++; i < len(raw); i++ {
+				if c := raw[i]; c == ',' || c == ']' || c == '}' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+					break
+				}
+			}
 		}
 	}
 	return nil

@@ -2,11 +2,13 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -150,4 +152,28 @@ func TestWorstSchemasPassTheLimits(t *testing.T) {
 			t.Errorf("%s: %.300s", name, err)
 		}
 	}
+}
+
+// BenchmarkValidateWidestAdmittedArgs is the worst validation the width
+// bound admits: the costliest accepted schema (the longest anyOf chain of
+// $refs) as items, and as many items as toolgate.MaxValidationEvaluations
+// lets through, each failing every branch — the whole of validateArgs,
+// the error's message included.
+func BenchmarkValidateWidestAdmittedArgs(b *testing.B) {
+	raw := chainItemsParameters(b)
+	cost, err := toolgate.SchemaEvaluations([]byte(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	entry := storedToolEntry(newSchemaCache(), toolgate.ToolSpec{Name: "wide", Parameters: json.RawMessage(raw)}, time.Now())
+	items := int(toolgate.MaxValidationEvaluations/cost.PerValue) - 2
+	args := wideArgs(items, `{}`)
+	b.ReportMetric(float64(items), "items")
+	cpu0 := cputime.Process()
+	for b.Loop() {
+		if err := entry.validateArgs(context.Background(), args); toolgate.ErrorCode(err) != toolgate.EInvalidArgs {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }

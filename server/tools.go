@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -32,7 +33,10 @@ type toolEntry struct {
 // schema, or why there is none.
 type compiledSchema struct {
 	schema *jsonschema.Schema
-	err    error
+	// perValue bounds the subschema evaluations of one value of args
+	// (toolgate.SchemaCost.PerValue).
+	perValue int64
+	err      error
 }
 
 // defaultParameters is the schema of a tool that declares none.
@@ -136,32 +140,69 @@ func newToolEntry(schemas *schemaCache, spec toolgate.ToolSpec, registeredAt tim
 // compiles, or is over the limits, is not tried again at every call) —
 // unless ctx ended while the compile waited for its turn.
 func (t *toolEntry) argsSchema(ctx context.Context) (*jsonschema.Schema, error) {
+	c, err := t.compiledArgsSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.schema, c.err
+}
+
+// compiledArgsSchema is argsSchema's outcome with the schema's cost
+// bound, counted once with the compile; the error is ctx's only.
+func (t *toolEntry) compiledArgsSchema(ctx context.Context) (*compiledSchema, error) {
 	if c := t.compiled.Load(); c != nil {
-		return c.schema, c.err
+		return c, nil
 	}
 	sch, err := t.schemas.compile(ctx, t.spec.Parameters)
 	if err != nil && ctx.Err() != nil {
 		return nil, err
 	}
-	t.compiled.CompareAndSwap(nil, &compiledSchema{schema: sch, err: err})
-	c := t.compiled.Load()
-	return c.schema, c.err
+	outcome := &compiledSchema{schema: sch, err: err}
+	if err == nil {
+		// The schema passed CheckToolParameters, whose cost check this
+		// count repeats (milliseconds at most); a cached compile skipped it.
+		cost, err := toolgate.SchemaEvaluations(t.spec.Parameters)
+		if err != nil {
+			outcome = &compiledSchema{err: errors.New(toolgate.ErrorMessage(err))}
+		}
+		outcome.perValue = cost.PerValue
+	}
+	t.compiled.CompareAndSwap(nil, outcome)
+	return t.compiled.Load(), nil
 }
+
+// maxShownCauses is how many of a failed validation's causes its error
+// message lists; the rest are counted.
+const maxShownCauses = 10
 
 // validateArgs checks call arguments: first that every reader reads them
 // alike (toolgate.CheckStrictJSON: they are forwarded as they are), then
 // against the tool's schema, compiled now if it was not yet.
+//
+// The validation cannot be stopped once it runs, so its work is bounded
+// before: the values of args (counted by the strict check's pass) times
+// the evaluations one value may cost against the schema must be within
+// toolgate.MaxValidationEvaluations, or the call is refused with
+// PAYLOAD_TOO_LARGE. A failed validation's message lists its first
+// maxShownCauses causes.
 func (t *toolEntry) validateArgs(ctx context.Context, args json.RawMessage) error {
-	if err := toolgate.CheckStrictJSON(args); err != nil {
+	values, err := toolgate.CheckStrictJSONValues(args)
+	if err != nil {
 		return toolgate.Errorf(toolgate.EBadRequest, "args %s", err)
 	}
-	schema, err := t.argsSchema(ctx)
+	compiled, err := t.compiledArgsSchema(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
+		return err
+	}
+	schema := compiled.schema
+	if compiled.err != nil {
 		return toolgate.Errorf(toolgate.EConflict,
-			"the tool %s cannot be called: its stored parameters are refused (%v); its client must register it again", t.spec.Name, err)
+			"the tool %s cannot be called: its stored parameters are refused (%v); its client must register it again", t.spec.Name, compiled.err)
+	}
+	if work := int64(values) * compiled.perValue; work > toolgate.MaxValidationEvaluations {
+		return toolgate.Errorf(toolgate.EPayloadTooLarge,
+			"args hold %d values, and checking each against the schema of %s may cost up to %d subschema evaluations: %d in all, over the limit of %d; send fewer values",
+			values, t.spec.Name, compiled.perValue, work, int64(toolgate.MaxValidationEvaluations))
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
@@ -173,10 +214,18 @@ func (t *toolEntry) validateArgs(ctx context.Context, args json.RawMessage) erro
 		if len(lines) > 1 {
 			lines = lines[1:]
 		}
+		more := 0
+		if len(lines) > maxShownCauses {
+			more = len(lines) - maxShownCauses
+			lines = lines[:maxShownCauses]
+		}
 		for i, l := range lines {
 			lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
 		}
 		msg := strings.Join(lines, "; ")
+		if more > 0 {
+			msg += fmt.Sprintf("; …and %d more", more)
+		}
 		return toolgate.Errorf(toolgate.EInvalidArgs, "args do not match the schema of %s: %s", t.spec.Name, msg)
 	}
 	return nil
