@@ -42,22 +42,7 @@ func TestConnectionLimitQueuesTheNinth(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxConnections = 8
 	logs := &lockedBuffer{}
-	srv, err := Open(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		srv.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		srv.Close()
-	})
+	srv, _ := startServerLogging(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	sess, err := srv.Engine.CreateSession(context.Background(), toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)

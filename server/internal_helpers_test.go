@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -40,7 +41,14 @@ func testConfig(t testing.TB) Config {
 // does at exit; stop runs when the test ends, if not before.
 func startServer(t testing.TB, cfg Config) (srv *Server, stop func()) {
 	t.Helper()
-	srv, err := Open(context.Background(), cfg, nil)
+	return startServerLogging(t, cfg, nil)
+}
+
+// startServerLogging is startServer with the gateway's log lines sent to
+// log (nil discards them).
+func startServerLogging(t testing.TB, cfg Config, log *slog.Logger) (srv *Server, stop func()) {
+	t.Helper()
+	srv, err := Open(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
