@@ -29,6 +29,11 @@ const (
 	EUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 	EMisdirectedRequest   = "MISDIRECTED_REQUEST"
 
+	// A call of a tool whose home is unreachable right now: an imported MCP
+	// server that is down and being restarted or reconnected (503). The
+	// call was not stored; the same request succeeds once it is back.
+	EToolOffline = "TOOL_OFFLINE"
+
 	// Codes that only appear in a call's error, never as an HTTP error.
 	ECancelled    = "CANCELLED"
 	EDenied       = "DENIED"

@@ -56,14 +56,18 @@ type ToolSpec struct {
 
 // ToolSource says where a tool runs.
 type ToolSource struct {
-	Kind      string `json:"kind"` // "builtin" or "remote"
+	Kind      string `json:"kind"` // "builtin", "remote" or "mcp"
 	SessionID string `json:"session_id,omitempty"`
+	// Server is the name of the imported MCP server (--mcp-server NAME=…)
+	// a tool of kind "mcp" comes from.
+	Server string `json:"server,omitempty"`
 }
 
 // Tool source kinds.
 const (
-	SourceBuiltin = "builtin"
-	SourceRemote  = "remote"
+	SourceBuiltin = "builtin" // runs inside the gateway
+	SourceRemote  = "remote"  // lives in a client's session
+	SourceMCP     = "mcp"     // a tool of an MCP server the gateway imports
 )
 
 // ToolInfo is a tool as the caller API lists it: its spec, where it runs and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/toolgate/toolgate"
@@ -17,11 +18,12 @@ type RemoteDirectory interface {
 }
 
 // Registry knows every tool and where it runs: the built-in tools, held
-// here, and the remote tools of each session, read live from the engine
+// here; the tool sets (an imported MCP server's tools, toolset.go), asked
+// live; and the remote tools of each session, read live from the engine
 // (so a session's tools are gone the moment it closes or expires, and
 // nothing here can drift from what the gateway has stored). It refuses a
-// remote tool that would shadow a built-in one, and hands the loop the
-// tools one session's run may use.
+// remote tool that would shadow a built-in one or take a tool set's
+// prefix, and hands the loop the tools one session's run may use.
 type Registry struct {
 	hooks *Hooks
 
@@ -30,6 +32,8 @@ type Registry struct {
 	names      []string // built-in names, sorted
 	remote     RemoteDirectory
 	dispatcher Dispatcher
+	sets       []ToolSet // by prefix, none a prefix of another
+	watchers   []func()  // told of the sets' changes (OnChange)
 }
 
 // NewRegistry returns an empty registry whose registration check also
@@ -73,24 +77,29 @@ func (r *Registry) AddBuiltin(t Tool) error {
 	return nil
 }
 
-// Has reports whether name is a built-in tool.
+// Has reports whether name is a tool called without a session: a
+// built-in tool, or a tool a tool set lists now.
 func (r *Registry) Has(name string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	_, ok := r.builtins[name]
+	_, ok := r.Builtin(name)
 	return ok
 }
 
-// Builtin returns the built-in tool of that name.
+// Builtin returns the tool called without a session of that name: a
+// built-in tool, or a tool of a tool set (which may be offline: see
+// Availability).
 func (r *Registry) Builtin(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	t, ok := r.builtins[name]
+	if t, ok := r.builtins[name]; ok {
+		return t, true
+	}
+	t, _, ok := r.setToolLocked(name)
 	return t, ok
 }
 
-// List describes the built-in tools, sorted by name, as GET /api/tools
-// shows them.
+// List describes the tools called without a session, as GET /api/tools
+// shows them, sorted by name: the built-in tools and every tool set's
+// (offline ones included, with Online false).
 func (r *Registry) List() []toolgate.ToolInfo {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -102,23 +111,38 @@ func (r *Registry) List() []toolgate.ToolInfo {
 			Online:   true,
 		})
 	}
+	for _, ts := range r.sets {
+		source, online := ts.Source(), ts.Online()
+		for _, t := range ts.Tools() {
+			out = append(out, toolgate.ToolInfo{ToolSpec: Spec(t), Source: source, Online: online})
+		}
+	}
+	slices.SortFunc(out, func(a, b toolgate.ToolInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
 // CheckRemote decides whether a client may register spec: it must not
-// shadow a built-in tool (CONFLICT), and it must pass every registration
-// rule (the tool-name policy among them).
+// shadow a built-in tool nor take a tool set's prefix (CONFLICT), and it
+// must pass every registration rule (the tool-name policy among them).
 func (r *Registry) CheckRemote(sessionID string, spec toolgate.ToolSpec) error {
-	if r.Has(spec.Name) {
+	r.mu.RLock()
+	_, builtin := r.builtins[spec.Name]
+	set := r.setOfLocked(spec.Name)
+	r.mu.RUnlock()
+	if builtin {
 		return toolgate.Errorf(toolgate.EConflict, "name is taken by a built-in tool")
+	}
+	if set != nil {
+		return toolgate.Errorf(toolgate.EConflict, "names starting with %q are the tools of the imported MCP server %q", set.Prefix(), set.Source().Server)
 	}
 	return r.hooks.CheckRegistration(sessionID, spec)
 }
 
 // ToolsFor returns the tools a run for the session may use: the built-in
-// tools and the session's tools that are online, sorted by name (built-ins
-// first). Every one executes through the engine, so each call is stored.
-// An empty sessionID gives the built-in tools only.
+// tools, the tools of the tool sets that are online, and the session's
+// tools that are online, sorted by name (built-ins and sets first). Every
+// one executes through the engine, so each call is stored. An empty
+// sessionID gives the tools called without a session only.
 func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, error) {
 	r.mu.RLock()
 	dir, d := r.remote, r.dispatcher
@@ -126,7 +150,16 @@ func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, erro
 	for _, name := range r.names {
 		tools = append(tools, builtinThroughGateway(r.builtins[name], d))
 	}
+	for _, ts := range r.sets {
+		if !ts.Online() {
+			continue
+		}
+		for _, t := range ts.Tools() {
+			tools = append(tools, setToolThroughGateway(t, ts.Source(), d))
+		}
+	}
 	r.mu.RUnlock()
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name(), b.Name()) })
 	if d == nil {
 		return nil, fmt.Errorf("agentloop: registry is not connected to a dispatcher")
 	}
@@ -156,6 +189,9 @@ func (r *Registry) Resolve(name, sessionID string) Tool {
 	if b, ok := r.builtins[name]; ok {
 		return builtinThroughGateway(b, r.dispatcher)
 	}
+	if t, ts, ok := r.setToolLocked(name); ok {
+		return setToolThroughGateway(t, ts.Source(), r.dispatcher)
+	}
 	return NewRemoteTool(toolgate.ToolSpec{Name: name}, sessionID, r.dispatcher)
 }
 
@@ -163,6 +199,12 @@ func (r *Registry) Resolve(name, sessionID string) Tool {
 // dispatched, and stored, by the engine.
 func builtinThroughGateway(b Tool, d Dispatcher) *GatewayTool {
 	return &GatewayTool{spec: Spec(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b}
+}
+
+// setToolThroughGateway wraps a tool set's tool so that its calls are
+// dispatched, and stored, by the engine.
+func setToolThroughGateway(t Tool, source toolgate.ToolSource, d Dispatcher) *GatewayTool {
+	return &GatewayTool{spec: Spec(t), source: source, dispatcher: d, estimates: t}
 }
 
 // Definitions returns what the model is shown of the tools.

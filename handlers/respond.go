@@ -26,6 +26,7 @@ var statusOf = map[string]int{
 	toolgate.EInvalidArgs:      http.StatusUnprocessableEntity,
 	toolgate.ERateLimited:      http.StatusTooManyRequests,
 	toolgate.ESessionOffline:   http.StatusServiceUnavailable,
+	toolgate.EToolOffline:      http.StatusServiceUnavailable,
 	toolgate.ETimeout:          http.StatusGatewayTimeout,
 	toolgate.EInternal:         http.StatusInternalServerError,
 

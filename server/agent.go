@@ -48,6 +48,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		}
 	}
 	reg.Connect(e, engineDispatcher{e})
+	reg.OnChange(func() { e.toolWatch.changed("") }) // an imported server's tools
 	e.SetBuiltins(reg)
 	var model agentloop.Model
 	if cfg.LLMModel != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -30,12 +31,14 @@ func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
 	if !ok {
 		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
 	}
+	spec := agentloop.Spec(tool)
 	e.builtinMu.Lock()
 	defer e.builtinMu.Unlock()
 	entry := e.builtinEntries[name]
-	if entry == nil {
+	// An imported MCP server's tool may come back changed: a new entry.
+	if entry == nil || !reflect.DeepEqual(entry.spec, spec) {
 		var err error
-		if entry, err = newToolEntry(e.schemas, agentloop.Spec(tool), time.Time{}); err != nil {
+		if entry, err = newToolEntry(e.schemas, spec, time.Time{}); err != nil {
 			return nil, nil, err
 		}
 		e.builtinEntries[name] = entry
@@ -51,6 +54,11 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	if err != nil {
 		return nil, false, err
 	}
+	if a, ok := tool.(agentloop.Availability); ok {
+		if err := a.Unavailable(); err != nil {
+			return nil, false, err // not stored: the tool cannot run now
+		}
+	}
 	if err := entry.validateArgs(ctx, args); err != nil {
 		return nil, false, err
 	}
@@ -58,7 +66,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	if err != nil {
 		return nil, false, err
 	}
-	check := agentloop.CallCheck{RunID: opts.RunID, Tool: req.Tool, Args: args, Source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}}
+	check := agentloop.CallCheck{RunID: opts.RunID, Tool: req.Tool, Args: args, Source: e.builtins.SourceOf(req.Tool)}
 	if err := e.hooks.CheckCall(ctx, check); err != nil {
 		return nil, false, err
 	}
@@ -82,7 +90,8 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // on behalf of that session (agentloop.WithCallerSession), so a built-in
 // tool such as call_history shows that session no one else's calls.
 func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
-	id, args, deadline := row.ID, json.RawMessage(row.Args), row.DeadlineTime()
+	id, args := row.ID, json.RawMessage(row.Args)
+	timeout := time.Duration(row.TimeoutMS) * time.Millisecond
 	caller := ""
 	if row.RunID.Valid {
 		run, err := e.st.GetRun(e.life, row.RunID.String)
@@ -95,8 +104,13 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 		}
 	}
 	go func() {
-		ctx, cancel := context.WithDeadline(e.life, deadline)
+		// The deadline here is the one the call had when it started; a
+		// progress report moves the call's deadline on, so the execution
+		// runs until the engine's close or the call's end (running.stop).
+		ctx, cancel := context.WithCancel(e.life)
 		defer cancel()
+		defer e.running.started(id, cancel)()
+		ctx = agentloop.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, timeout, p) })
 		if caller != "" {
 			ctx = agentloop.WithCallerSession(ctx, caller)
 		}

@@ -54,6 +54,7 @@ func (e *Engine) afterCallsEnded(ended ...endedCall) {
 			e.sessions.wake(c.toldSession)
 		}
 		e.waiters.ended(c.id)
+		e.running.stop(c.id) // a tool running inside the gateway for it stops
 		e.metrics.callEnded(c.status, c.created, e.now())
 		e.log.Debug("call "+string(c.status), "call", c.id)
 	}

@@ -138,6 +138,7 @@ func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Lis
 	if notify == nil {
 		l.wake = make(chan struct{}, 1)
 	}
+	flipped := false
 	open := e.sessions.with(sid, func(s *sessionState) {
 		now := e.now()
 		for len(s.listeners) >= e.cfg.MaxStreamsPerSession {
@@ -153,9 +154,13 @@ func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Lis
 			s.lastPoll = now
 		}
 		s.lastSeen = now
+		flipped = s.reachabilityChangedLocked(now, e.cfg)
 	})
 	if !open {
 		return nil, toolgate.Errorf(toolgate.EUnauthenticated, "session %s is not open", sid)
+	}
+	if flipped {
+		e.toolWatch.changed(sid)
 	}
 	return l, nil
 }

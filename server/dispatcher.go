@@ -22,7 +22,15 @@ func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRe
 // Wait implements agentloop.Dispatcher: it returns once the call has
 // ended, passing on progress reports meanwhile.
 func (d engineDispatcher) Wait(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
-	e := d.e
+	return d.e.WaitCallProgress(ctx, id, progress)
+}
+
+// WaitCallProgress returns a call once it has ended, passing each progress
+// report stored meanwhile to progress (when not nil; a report that comes
+// while progress still runs may be missed, as the latest one is on the
+// call record). It returns ctx's error when ctx ends first; the call goes
+// on.
+func (e *Engine) WaitCallProgress(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
 	updates, stop := e.progress.watch(id)
 	defer stop()
 	for {

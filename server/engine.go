@@ -28,6 +28,9 @@ type BuiltinTools interface {
 	Has(name string) bool
 	List() []toolgate.ToolInfo
 	Builtin(name string) (agentloop.Tool, bool)
+	// SourceOf says where the tool called without a session of that name
+	// comes from: built in, or an imported MCP server.
+	SourceOf(name string) toolgate.ToolSource
 	CheckRemote(sessionID string, spec toolgate.ToolSpec) error
 }
 
@@ -61,6 +64,8 @@ type Engine struct {
 	deadlines *deadlineQueue    // open calls' deadlines
 	marks     *deliveryMarks    // deliveries not yet written
 	progress  *progressWatchers // runs waiting on calls, told of their progress
+	toolWatch *toolWatchers     // told when the tools callers can see change
+	running   *runningBuiltins  // the built-in calls executing, to cancel
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -79,17 +84,19 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{
-		cfg:      cfg,
-		st:       st,
-		log:      log,
-		now:      time.Now,
-		sessions: newSessionTable(),
-		marks:    newDeliveryMarks(st),
-		progress: newProgressWatchers(),
-		waiters:  newCallWaiters(),
-		schemas:  newSchemaCache(),
-		stop:     make(chan struct{}),
-		hooks:    &agentloop.Hooks{},
+		cfg:       cfg,
+		st:        st,
+		log:       log,
+		now:       time.Now,
+		sessions:  newSessionTable(),
+		marks:     newDeliveryMarks(st),
+		progress:  newProgressWatchers(),
+		toolWatch: newToolWatchers(),
+		running:   newRunningBuiltins(),
+		waiters:   newCallWaiters(),
+		schemas:   newSchemaCache(),
+		stop:      make(chan struct{}),
+		hooks:     &agentloop.Hooks{},
 
 		builtinEntries: map[string]*toolEntry{},
 	}

@@ -29,6 +29,10 @@ type sessionState struct {
 	listeners map[*listener]struct{}
 	done      chan struct{} // closed when the session closes
 	endReason string        // "closed" or "expired", set before done is closed
+	// shownReachable is whether the session was reachable when its
+	// reachability was last looked at (at a listener's opening, at each
+	// sweep): a change is told to the tool watchers (toolwatch.go).
+	shownReachable bool
 	// closing counts the closes in progress, each counted before it is
 	// written: no call is taken for the session meanwhile, and a call
 	// stored too late for the close to cancel it is cancelled by its own
@@ -57,6 +61,8 @@ func newSessionState(row store.SessionRow, now time.Time) *sessionState {
 		lastSave:  now,
 		listeners: map[*listener]struct{}{},
 		done:      make(chan struct{}),
+
+		shownReachable: true, // just seen
 	}
 }
 
@@ -69,6 +75,15 @@ func (s *sessionState) online(now time.Time, pollWait time.Duration) bool {
 // than the grace period (calls then wait for the client to come back).
 func (s *sessionState) reachable(now time.Time, cfg Config) bool {
 	return s.online(now, cfg.PollWait) || now.Sub(s.lastSeen) < cfg.SessionGrace
+}
+
+// reachabilityChangedLocked notes whether the session is reachable now and
+// reports whether that differs from the last time it was looked at.
+func (s *sessionState) reachabilityChangedLocked(now time.Time, cfg Config) bool {
+	r := s.reachable(now, cfg)
+	changed := r != s.shownReachable
+	s.shownReachable = r
+	return changed
 }
 
 func (s *sessionState) closeListeners() {
@@ -422,6 +437,7 @@ func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
 		return nil // already closed: closing again changes nothing
 	}
 	e.sessions.remove(sid, reason)
+	e.toolWatch.changed(sid)
 	e.afterCallsEnded(closed.ended...)
 	e.log.Debug("session "+reason, "session", sid, "cancelled_calls", len(closed.ended))
 	return nil
@@ -472,9 +488,13 @@ func (e *Engine) Sweep(ctx context.Context) {
 		at time.Time
 	}
 	var touched []seen
+	var flipped []string // sessions that became reachable or unreachable
 	e.sessions.each(func(s *sessionState) {
 		if s.streams > 0 || s.polls > 0 {
 			s.lastSeen = now
+		}
+		if s.reachabilityChangedLocked(now, e.cfg) {
+			flipped = append(flipped, s.row.ID)
 		}
 		if now.Sub(s.lastSeen) >= e.cfg.SessionTTL {
 			expired = append(expired, s.row.ID)
@@ -485,6 +505,9 @@ func (e *Engine) Sweep(ctx context.Context) {
 			s.lastSave = s.lastSeen
 		}
 	})
+	for _, id := range flipped {
+		e.toolWatch.changed(id)
+	}
 	// Quiet sessions' recent events leave memory; their readers use the table.
 	e.st.TrimEventTail(now.Add(-e.cfg.SweepInterval))
 	for _, id := range expired {

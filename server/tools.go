@@ -376,6 +376,9 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 		}
 	})
 	reply.Registered = len(fits)
+	if len(fits) > 0 || req.Replace {
+		e.toolWatch.changed(sid)
+	}
 	e.log.Debug("tools registered", "session", sid, "registered", len(fits), "rejected", len(reply.Rejected), "replace", req.Replace)
 	return reply, nil
 }
@@ -390,6 +393,7 @@ func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
 		return toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %s", sid, name)
 	}
 	e.sessions.with(sid, func(s *sessionState) { delete(s.tools, name) })
+	e.toolWatch.changed(sid)
 	return nil
 }
 
