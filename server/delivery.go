@@ -56,9 +56,38 @@ func (l *listener) EndReason() string {
 	}
 }
 
-// Close implements handlers.Listener: the stream or poll has ended.
+// Close implements handlers.Listener: the stream or poll has ended. When
+// it was the session's last, the session's reachability is looked at
+// again once its grace has run out (reachLater), so that its tools leave
+// the MCP listings then rather than at the next sweep.
 func (l *listener) Close() {
-	l.e.sessions.locked(func() { l.closeLocked(l.e.now()) })
+	e := l.e
+	e.sessions.locked(func() {
+		l.closeLocked(e.now())
+		if len(l.s.listeners) == 0 {
+			l.s.reachLater(e.cfg.SessionGrace+2*e.cfg.PollWait, func() { e.lookAtReachability(l.s.row.ID) })
+		}
+	})
+}
+
+// reachLater arms the session's one reachability timer to run check after
+// d (again, if armed already); the session table's lock is held.
+func (s *sessionState) reachLater(d time.Duration, check func()) {
+	if s.reachTimer == nil {
+		s.reachTimer = time.AfterFunc(d, check)
+		return
+	}
+	s.reachTimer.Reset(d)
+}
+
+// lookAtReachability tells the tool watchers when session sid became
+// reachable or unreachable since it was last looked at.
+func (e *Engine) lookAtReachability(sid string) {
+	flipped := false
+	e.sessions.with(sid, func(s *sessionState) { flipped = s.reachabilityChangedLocked(e.now(), e.cfg) })
+	if flipped {
+		e.toolWatch.changed(sid)
+	}
 }
 
 // closeLocked takes the listener off its session and updates the

@@ -33,6 +33,9 @@ type sessionState struct {
 	// reachability was last looked at (at a listener's opening, at each
 	// sweep): a change is told to the tool watchers (toolwatch.go).
 	shownReachable bool
+	// reachTimer looks at the reachability again when the grace of a
+	// session left without listeners has run out (delivery.go reachLater).
+	reachTimer *time.Timer
 	// closing counts the closes in progress, each counted before it is
 	// written: no call is taken for the session meanwhile, and a call
 	// stored too late for the close to cancel it is cancelled by its own

@@ -51,6 +51,9 @@ func (t *sessionTable) remove(sid, reason string) bool {
 	}
 	delete(t.byID, sid)
 	delete(t.byToken, s.row.TokenHash)
+	if s.reachTimer != nil {
+		s.reachTimer.Stop()
+	}
 	s.endReason = reason
 	s.wakeLocked()
 	s.closeListeners()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testwait"
 )
 
 // toolChanges records what a tool watcher was told.
@@ -135,5 +136,34 @@ func TestWatchToolsTellsAToolSetsChange(t *testing.T) {
 		if names[i] != want[i] {
 			t.Fatalf("gateway tools %v; want %v", names, want)
 		}
+	}
+}
+
+// TestToolsLeaveWhenGraceRunsOutNotAtTheNextSweep: when a session's last
+// stream closes (a tab went away), its tools go offline as soon as its
+// grace has run out, without waiting for the sweep (30 s by default), so
+// an MCP host hears list_changed then.
+func TestToolsLeaveWhenGraceRunsOutNotAtTheNextSweep(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.SessionGrace = 300 * time.Millisecond
+	cfg.PollWait = 50 * time.Millisecond
+	cfg.SweepInterval = time.Hour
+	srv, _ := startServer(t, cfg)
+	e := srv.Engine
+	sid := newSessionWithTool(t, e, toolgate.ToolSpec{Name: "lamp", Description: "a lamp"})
+	changes := &toolChanges{}
+	e.WatchTools(changes.add)
+	l, err := e.Listen(sid, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	testwait.Until(t, 10*time.Second, "the watchers are told the session went unreachable", func() bool {
+		got := changes.take()
+		return len(got) == 1 && got[0] == sid
+	})
+	tools, _ := e.ListTools(context.Background(), sid)
+	if len(tools) != 1 || tools[0].Online {
+		t.Fatalf("past grace the tool should be listed offline: %+v", tools)
 	}
 }
