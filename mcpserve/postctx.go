@@ -1,0 +1,69 @@
+package mcpserve
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// postHeader is set by the endpoint on every POST it hands the SDK (any
+// value the host sent is replaced): the key under which the request's
+// context is found again from a tool handler, through RequestExtra.Header.
+const postHeader = "Toolgate-Mcp-Post"
+
+// postContexts tie a tool call's handler to the HTTP request that carried
+// it. On a stateful (2025-11-25) session the SDK runs handlers on a context
+// of the session, not of the POST: a host that closes the POST's stream
+// would leave the call running for no one (the endpoint keeps no events to
+// replay, so its result could never be delivered). The handler's context
+// therefore ends with the POST's as well. (On the stateless revision the
+// SDK does so itself: PropagateRequestCancellation.)
+type postContexts struct {
+	mu   sync.Mutex
+	byID map[string]context.Context
+}
+
+func newPostContexts() *postContexts {
+	return &postContexts{byID: map[string]context.Context{}}
+}
+
+// track records r's context for the length of the request (call done when
+// it has been served) and returns r with the header that finds it.
+func (p *postContexts) track(r *http.Request) (*http.Request, func()) {
+	id := rand.Text()
+	p.mu.Lock()
+	p.byID[id] = r.Context()
+	p.mu.Unlock()
+	r.Header.Set(postHeader, id)
+	return r, func() {
+		p.mu.Lock()
+		delete(p.byID, id)
+		p.mu.Unlock()
+	}
+}
+
+// tie returns a context that ends when ctx ends or when the POST that
+// carried the request does (at once when that POST has already been
+// served). Call done when the handler returns.
+func (p *postContexts) tie(ctx context.Context, extra *mcp.RequestExtra) (context.Context, func()) {
+	if extra == nil || extra.Header == nil {
+		return ctx, func() {}
+	}
+	id := extra.Header.Get(postHeader)
+	if id == "" {
+		return ctx, func() {}
+	}
+	p.mu.Lock()
+	post, ok := p.byID[id]
+	p.mu.Unlock()
+	tied, cancel := context.WithCancel(ctx)
+	if !ok {
+		cancel()
+		return tied, cancel
+	}
+	stop := context.AfterFunc(post, cancel)
+	return tied, func() { stop(); cancel() }
+}
