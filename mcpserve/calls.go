@@ -49,6 +49,7 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 		if err != nil {
 			return refusal(err)
 		}
+		e.posts.streamingStarted(req.Extra)
 		ended, err := e.engine.WaitCallProgress(ctx, created.ID, progressForwarder(ctx, req))
 		if err != nil {
 			if ctx.Err() == nil {

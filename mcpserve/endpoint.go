@@ -213,7 +213,7 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 	defer sw.finish()
 	if r.Method == http.MethodPost {
 		var untrack func()
-		r, untrack = e.posts.track(r)
+		r, untrack = e.posts.track(r, sw)
 		defer untrack()
 	}
 	if r.Header.Get(headerProtocolVersion) >= statelessRevision {

@@ -30,7 +30,7 @@ type streamWriter struct {
 
 	mu          sync.Mutex
 	wroteHeader bool
-	streaming   bool
+	ticking     bool // the keep-alive goroutine runs
 	quiet       bool // nothing written since the last tick
 	served      bool // the request has been served: no more writes
 	stop        chan struct{}
@@ -57,12 +57,35 @@ func (s *streamWriter) writeHeaderLocked(status int) {
 	}
 	s.wroteHeader = true
 	if status == http.StatusOK && isEventStream(s.w.Header().Get("Content-Type")) {
-		s.streaming = true
 		s.w.Header().Set("X-Accel-Buffering", "no")
-		s.stopped.Add(1)
-		go s.keepAlive()
+		s.startKeepAliveLocked()
 	}
 	s.w.WriteHeader(status)
+}
+
+func (s *streamWriter) startKeepAliveLocked() {
+	if s.ticking {
+		return
+	}
+	s.ticking = true
+	s.stopped.Add(1)
+	go s.keepAlive()
+}
+
+// streamingStarted is told by a tools/call handler once its call is
+// stored and it waits for the call's end, maybe for minutes: the SDK
+// writes nothing, not even the reply's header, until the first event, so
+// the keep-alive starts now (it writes the header with its first comment)
+// when the reply is to be an event stream. The SDK set the reply's
+// headers before it handed the request on to the handler, so reading them
+// here does not race with it.
+func (s *streamWriter) streamingStarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.served || s.wroteHeader || !isEventStream(s.w.Header().Get("Content-Type")) {
+		return
+	}
+	s.startKeepAliveLocked()
 }
 
 // Write implements http.ResponseWriter.
@@ -105,6 +128,7 @@ func (s *streamWriter) keepAlive() {
 		case <-tick.C:
 			s.mu.Lock()
 			if !s.served && s.quiet {
+				s.writeHeaderLocked(http.StatusOK)
 				_, err := s.w.Write([]byte(keepAliveComment))
 				if err == nil {
 					_ = http.NewResponseController(s.w).Flush()

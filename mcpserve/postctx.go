@@ -21,21 +21,30 @@ const postHeader = "Toolgate-Mcp-Post"
 // replay, so its result could never be delivered). The handler's context
 // therefore ends with the POST's as well. (On the stateless revision the
 // SDK does so itself: PropagateRequestCancellation.)
+//
+// The reply's writer is found the same way (streamingStarted).
 type postContexts struct {
 	mu   sync.Mutex
-	byID map[string]context.Context
+	byID map[string]post
+}
+
+// post is a POST being served: its context and its reply's writer.
+type post struct {
+	ctx   context.Context
+	reply *streamWriter
 }
 
 func newPostContexts() *postContexts {
-	return &postContexts{byID: map[string]context.Context{}}
+	return &postContexts{byID: map[string]post{}}
 }
 
-// track records r's context for the length of the request (call done when
-// it has been served) and returns r with the header that finds it.
-func (p *postContexts) track(r *http.Request) (*http.Request, func()) {
+// track records r's context and reply for the length of the request (call
+// done when it has been served) and returns r with the header that finds
+// them.
+func (p *postContexts) track(r *http.Request, reply *streamWriter) (*http.Request, func()) {
 	id := rand.Text()
 	p.mu.Lock()
-	p.byID[id] = r.Context()
+	p.byID[id] = post{ctx: r.Context(), reply: reply}
 	p.mu.Unlock()
 	r.Header.Set(postHeader, id)
 	return r, func() {
@@ -49,21 +58,38 @@ func (p *postContexts) track(r *http.Request) (*http.Request, func()) {
 // carried the request does (at once when that POST has already been
 // served). Call done when the handler returns.
 func (p *postContexts) tie(ctx context.Context, extra *mcp.RequestExtra) (context.Context, func()) {
-	if extra == nil || extra.Header == nil {
-		return ctx, func() {}
+	if extra == nil || extra.Header == nil || extra.Header.Get(postHeader) == "" {
+		return ctx, func() {} // not carried by a POST of this endpoint
 	}
-	id := extra.Header.Get(postHeader)
-	if id == "" {
-		return ctx, func() {}
-	}
-	p.mu.Lock()
-	post, ok := p.byID[id]
-	p.mu.Unlock()
+	carrier, ok := p.find(extra)
 	tied, cancel := context.WithCancel(ctx)
 	if !ok {
 		cancel()
 		return tied, cancel
 	}
-	stop := context.AfterFunc(post, cancel)
+	stop := context.AfterFunc(carrier.ctx, cancel)
 	return tied, func() { stop(); cancel() }
+}
+
+// streamingStarted tells the reply of the POST that carried a request
+// that its handler now waits (streamWriter.streamingStarted).
+func (p *postContexts) streamingStarted(extra *mcp.RequestExtra) {
+	if carrier, ok := p.find(extra); ok {
+		carrier.reply.streamingStarted()
+	}
+}
+
+// find returns the POST that carried a request, if it is being served.
+func (p *postContexts) find(extra *mcp.RequestExtra) (post, bool) {
+	if extra == nil || extra.Header == nil {
+		return post{}, false
+	}
+	id := extra.Header.Get(postHeader)
+	if id == "" {
+		return post{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	carrier, ok := p.byID[id]
+	return carrier, ok
 }
