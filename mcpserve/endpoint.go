@@ -29,8 +29,18 @@ const statelessRevision = "2026-07-28"
 // refused because MaxSessions are alive (503, Retry-After).
 const codeTooManySessions = "TOO_MANY_MCP_SESSIONS"
 
-// retryAfterSeconds is the Retry-After of that refusal.
+// codeShuttingDown is the error code of a request that comes while the
+// endpoint closes (503, Retry-After).
+const codeShuttingDown = "SHUTTING_DOWN"
+
+// retryAfterSeconds is the Retry-After of those refusals.
 const retryAfterSeconds = 30
+
+// unavailable writes a 503 with Retry-After and the protocol's error body.
+func unavailable(w http.ResponseWriter, code, message string) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	handlers.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": code, "message": message}})
+}
 
 // Endpoint is the MCP server side of the gateway: the SDK servers of /mcp
 // and of each /mcp/sessions/{sid}, their handlers, and the goroutine that
@@ -205,8 +215,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
 // through the keep-alive writer.
 func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request) {
 	if e.isClosed() {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-		http.Error(w, "the gateway is shutting down", http.StatusServiceUnavailable)
+		unavailable(w, codeShuttingDown, "the gateway is shutting down")
 		return
 	}
 	sw := newStreamWriter(w, e.opts.Heartbeat)
@@ -223,8 +232,8 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 	if r.Method == http.MethodPost && r.Header.Get(headerSessionID) == "" {
 		// A new stateful MCP session, if the request initializes one.
 		if !e.admitSession() {
-			handlers.WriteError(w, r, &toolgate.Error{Code: codeTooManySessions, RetryAfterSeconds: retryAfterSeconds,
-				Message: "the gateway holds as many MCP sessions as it may; try again later, or use protocol revision " + statelessRevision})
+			unavailable(w, codeTooManySessions,
+				"the gateway holds as many MCP sessions as it may; try again later, or use protocol revision "+statelessRevision)
 			return
 		}
 		defer e.admitted()
