@@ -94,7 +94,7 @@ func New(opts Options) *API {
 			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key", "Accept",
 				// MCP's Streamable HTTP (/mcp, package mcpserve).
 				"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name"},
-			ExposedHeaders:   []string{"Retry-After", "Mcp-Session-Id", "WWW-Authenticate"},
+			ExposedHeaders:   []string{"Retry-After", "Mcp-Session-Id"},
 			AllowCredentials: false,
 			MaxAge:           600,
 		}))

@@ -29,10 +29,17 @@ const (
 	MetaProgress = metaKey + "progress"
 )
 
+// errShuttingDown answers a call that comes while the endpoint closes.
+var errShuttingDown = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down"}
+
 // callHandler returns the handler of the MCP tool that calls tool in
 // session sid ("" for a tool called without a session).
 func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !e.enter() {
+			return nil, errShuttingDown
+		}
+		defer e.calls.Done()
 		ctx, done := e.posts.tie(ctx, req.Extra)
 		defer done()
 		call := toolgate.CallRequest{SessionID: sid, Tool: tool, Args: req.Params.Arguments}

@@ -61,6 +61,7 @@ type Endpoint struct {
 	sessions map[string]*route // /mcp/sessions/{sid}, made on first use
 	pending  int               // new stateful MCP sessions being set up
 	closed   bool
+	calls    sync.WaitGroup // tools/call handlers running (enter, Close)
 
 	changes   *changeQueue
 	life      context.Context
@@ -184,7 +185,22 @@ func (e *Endpoint) Close() {
 		for _, rt := range routes {
 			rt.closeSessions()
 		}
+		// The handlers' requests have ended (the server cancels them
+		// first), so their calls are being cancelled: wait for that, so
+		// that no handler uses the engine after the gateway closes it.
+		e.calls.Wait()
 	})
+}
+
+// enter counts a tools/call handler in, unless the endpoint is closed.
+func (e *Endpoint) enter() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.calls.Add(1)
+	return true
 }
 
 // closeSessions ends the route's MCP sessions.
