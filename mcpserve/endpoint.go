@@ -111,8 +111,15 @@ func (e *Endpoint) newRoute(instructions string) *route {
 	server := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: e.opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       e.log,
-		// Tools only (no logging capability), and their list changes.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Tools, and their list changes. No logging. Prompts and
+		// resources: none, but declared, as the SDK answers their list
+		// methods (with empty lists) all the same, and a server must
+		// declare what it answers.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
+		},
 	})
 	maxBody := e.opts.MaxBodyBytes
 	if maxBody <= 0 {
