@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -67,7 +68,8 @@ type Options struct {
 	// SessionIdle closes a stateful MCP session after this long without a
 	// request (0: DefaultSessionIdle).
 	SessionIdle time.Duration
-	// Version is the gateway's version, told to hosts as serverInfo.
+	// Version is the gateway's version, told to hosts as serverInfo
+	// (empty: the module version the binary was built from, else "dev").
 	Version string
 }
 
@@ -86,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			o.Version = info.Main.Version
+		}
 	}
 	return o
 }
