@@ -168,8 +168,11 @@ func (e *Endpoint) Start() {
 }
 
 // Close stops the watch and ends every MCP session (their streams end);
-// requests that come later are refused with 503. Safe without Start and
-// more than once.
+// requests that come later are refused with 503. It then waits for the
+// tools/call handlers still running: the caller ends the HTTP requests
+// first (their calls are cancelled with them), as the server does by
+// cancelling its requests' base context. Safe without Start and more
+// than once.
 func (e *Endpoint) Close() {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
@@ -180,13 +183,10 @@ func (e *Endpoint) Close() {
 		}
 		e.mu.Unlock()
 		e.end()
-		started := false
 		e.startOnce.Do(func() {}) // no Start after Close
+		// Started: stop the watch, then the sync goroutine.
 		if e.stopWatch != nil {
-			started = true
 			e.stopWatch()
-		}
-		if started {
 			<-e.done
 		}
 		for _, rt := range routes {

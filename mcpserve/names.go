@@ -49,9 +49,6 @@ func (n *nameTable) release(k toolKey) {
 	}
 }
 
-// nameOf returns k's name, "" when it has none.
-func (n *nameTable) nameOf(k toolKey) string { return n.byKey[k] }
-
 // sessionToolNames are the names a session's tool is offered on /mcp, in
 // order of preference: <tool>__<the last 12 hex digits of the session id>
 // (a UUIDv7's random part; its leading digits are a timestamp, alike for

@@ -1,6 +1,8 @@
 package mcpserve_test
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -43,5 +45,40 @@ func TestNamesUniqueAndStable(t *testing.T) {
 	testwait.Until(t, 10*time.Second, "the other session's tool listed", func() bool { return len(names(t, cs)) == 3 })
 	if got := names(t, cs); !slices.Contains(got, "echo__6c7d8e9f0a1c") {
 		t.Errorf("the second session's tool: %v", got)
+	}
+}
+
+// A session open before Start is listed (Start lists every open
+// session); its tool's definition says whose it is, keeps its schema's
+// bytes, and marks a read-only tool readOnlyHint.
+func TestToolDefinition(t *testing.T) {
+	f := newFakeEngine()
+	look := tool("look")
+	look.Description = "Looks around"
+	look.ReadOnly = true
+	look.Parameters = []byte(`{"type":"object","properties":{"where":{"type":"string"}}}`)
+	f.setSession(sessionA, look)
+	_, url := serve(t, f, mcpserve.Options{})
+	cs := connect(t, url+"/mcp", "2025-11-25")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 1 {
+		t.Fatalf("listed %d tools", len(res.Tools))
+	}
+	got := res.Tools[0]
+	if got.Name != "look__6c7d8e9f0a1b" || got.Description != "Looks around\n\n[toolgate: a tool of unit, session "+sessionA+"]" {
+		t.Errorf("name %q, description %q", got.Name, got.Description)
+	}
+	if got.Annotations == nil || !got.Annotations.ReadOnlyHint {
+		t.Errorf("annotations %+v, want readOnlyHint", got.Annotations)
+	}
+	schema, _ := json.Marshal(got.InputSchema)
+	if string(schema) != `{"properties":{"where":{"type":"string"}},"type":"object"}` {
+		t.Errorf("inputSchema %s", schema)
+	}
+	if got.Meta["io.toolgate/tool"] != "look" {
+		t.Errorf("_meta %v", got.Meta)
 	}
 }

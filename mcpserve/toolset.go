@@ -125,24 +125,6 @@ func (s *toolSet) replace(source string, offers []offer) (dropped []toolKey) {
 	return dropped
 }
 
-// sources returns the sources that have tools listed.
-func (s *toolSet) sources() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.bySource))
-	for source := range s.bySource {
-		out = append(out, source)
-	}
-	return out
-}
-
-// count returns how many tools are listed.
-func (s *toolSet) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.listed)
-}
-
 // definitionOf is what an offer is compared by: its MCP definition, or
 // its error.
 func definitionOf(o offer) string {
