@@ -72,7 +72,7 @@ func (e *Endpoint) dropSession(sid string) {
 	}
 }
 
-// sessionRoute returns the route of sid if it has been made.
+// existingSessionRoute returns the route of sid if it has been made.
 func (e *Endpoint) existingSessionRoute(sid string) *route {
 	e.mu.Lock()
 	defer e.mu.Unlock()
