@@ -127,7 +127,7 @@ func TestCORS(t *testing.T) {
 			status:  200, body: `{"status":"ok"}` + "\n",
 			header: map[string]string{
 				"Access-Control-Allow-Origin":      "https://app.example",
-				"Access-Control-Expose-Headers":    "Retry-After",
+				"Access-Control-Expose-Headers":    "Retry-After, Mcp-Session-Id",
 				"Access-Control-Allow-Credentials": "",
 			}},
 		{name: "an error reply carries the headers too", tune: origins,

@@ -89,10 +89,12 @@ func New(opts Options) *API {
 	r.Use(newHostPolicy(opts.ListenAddr, opts.AllowedHosts).checkHost)
 	if len(opts.AllowedOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
-			AllowedOrigins:   opts.AllowedOrigins,
-			AllowedMethods:   []string{"GET", "POST", "DELETE", "OPTIONS"},
-			AllowedHeaders:   []string{"Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key", "Accept"},
-			ExposedHeaders:   []string{"Retry-After"},
+			AllowedOrigins: opts.AllowedOrigins,
+			AllowedMethods: []string{"GET", "POST", "DELETE", "OPTIONS"},
+			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key", "Accept",
+				// MCP's Streamable HTTP (/mcp, package mcpserve).
+				"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name"},
+			ExposedHeaders:   []string{"Retry-After", "Mcp-Session-Id"},
 			AllowCredentials: false,
 			MaxAge:           600,
 		}))

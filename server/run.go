@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/mcpserve"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -27,6 +28,7 @@ type Server struct {
 
 	log  *slog.Logger
 	api  *handlers.API
+	mcp  *mcpserve.Endpoint // /mcp and /mcp/sessions/{sid}
 	http *http.Server
 	// overTLS is whether Serve serves HTTPS (the Config names a
 	// certificate). Not read from http.TLSConfig: net/http sets that
@@ -85,9 +87,20 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return fail(err)
 	}
 	s.Agent = agent
-	s.api = handlers.New(handlers.Options{
+	s.mcp = mcpserve.New(mcpserve.Options{
 		Engine:         eng,
-		Mount:          handlers.MountAgent(agent, cfg.runStartLimit()),
+		Log:            log,
+		AllowedOrigins: cfg.AllowedOrigins,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Heartbeat:      cfg.Heartbeat,
+	})
+	mountAgent := handlers.MountAgent(agent, cfg.runStartLimit())
+	s.api = handlers.New(handlers.Options{
+		Engine: eng,
+		Mount: func(r handlers.Router, api *handlers.API) {
+			mountAgent(r, api)
+			s.mcp.Mount(r)
+		},
 		Metrics:        eng.MetricsHandler(),
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -174,6 +187,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	}
 	s.api.Start()
+	s.mcp.Start()
 	errc := make(chan error, 1)
 	go func() {
 		if s.overTLS {
@@ -203,6 +217,7 @@ func (s *Server) shutdownHTTP() error {
 		s.log.Info("shutting down")
 		s.cancel()
 		s.api.Close() // streams taken over from net/http end here
+		s.mcp.Close() // MCP sessions end, and their streams
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownTimeout)
 		defer cancel()
 		s.shutdownErr = s.http.Shutdown(shutdownCtx)

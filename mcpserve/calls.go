@@ -1,0 +1,153 @@
+package mcpserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate"
+)
+
+// Keys of the _meta objects toolgate reads and writes on tools/call.
+const (
+	// MetaCallID, on a result, is the toolgate call's id (GET /v1/calls/{id}).
+	MetaCallID = metaKey + "call_id"
+	// MetaStatus, on a result, is the call's final status.
+	MetaStatus = metaKey + "status"
+	// MetaIdempotencyKey, on a request, is the call's Idempotency-Key: a
+	// request retried with the same key gets the same call.
+	MetaIdempotencyKey = metaKey + "idempotency_key"
+	// MetaTimeoutMS, on a request, is the call's timeout_ms.
+	MetaTimeoutMS = metaKey + "timeout_ms"
+	// MetaProgress, on a notifications/progress, is the client's progress
+	// report as it sent it.
+	MetaProgress = metaKey + "progress"
+)
+
+// errShuttingDown answers a call that comes while the endpoint closes.
+var errShuttingDown = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down"}
+
+// callHandler returns the handler of the MCP tool that calls tool in
+// session sid ("" for a tool called without a session).
+func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !e.enter() {
+			return nil, errShuttingDown
+		}
+		defer e.calls.Done()
+		ctx, done := e.posts.tie(ctx, req.Extra)
+		defer done()
+		call := toolgate.CallRequest{SessionID: sid, Tool: tool, Args: req.Params.Arguments}
+		idempotencyKey := ""
+		if meta := req.Params.Meta; meta != nil {
+			idempotencyKey, _ = meta[MetaIdempotencyKey].(string)
+			if ms, ok := meta[MetaTimeoutMS].(float64); ok {
+				call.TimeoutMS = int64(ms)
+			}
+		}
+		// Stored whether or not the host is still there: a call stored
+		// after it left is cancelled right below.
+		created, err := e.engine.CreateCall(context.WithoutCancel(ctx), call, idempotencyKey)
+		if err != nil {
+			return refusal(err)
+		}
+		e.posts.streamingStarted(req.Extra)
+		ended, err := e.engine.WaitCallProgress(ctx, created.ID, progressForwarder(ctx, req))
+		if err != nil {
+			if ctx.Err() == nil {
+				return nil, err
+			}
+			// The host gave up on the request: the call ends cancelled and
+			// its client is told (call_cancelled).
+			if _, cerr := e.engine.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
+				e.log.Warn("MCP: cancel the call of a request the host gave up on", "call", created.ID, "err", cerr)
+			}
+			return nil, ctx.Err()
+		}
+		return resultOf(ended), nil
+	}
+}
+
+// refusal maps a call the gateway refused before storing it: a tool that
+// is not there (any more) is a JSON-RPC error, as MCP says of unknown
+// tools; any other refusal (INVALID_ARGS, SESSION_OFFLINE, RATE_LIMITED,
+// TOOL_OFFLINE, DENIED by a hook, ...) is a tool result with isError, so
+// that the model reads why.
+func refusal(err error) (*mcp.CallToolResult, error) {
+	code := toolgate.ErrorCode(err)
+	if code == toolgate.EToolNotFound || code == toolgate.ENotFound {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolgate.ErrorMessage(err)}
+	}
+	callErr := toolgate.CallError{Code: code, Message: toolgate.ErrorMessage(err)}
+	var te *toolgate.Error
+	if errors.As(err, &te) && len(te.Details) > 0 {
+		callErr.Details, _ = json.Marshal(te.Details)
+	}
+	return errorResult(callErr, nil), nil
+}
+
+// resultOf maps an ended call: completed gives its output as text (a
+// string as itself, anything else as compact JSON) and, when the output
+// is a JSON object, as structuredContent; any other end gives isError with
+// "CODE: message" and {"error": {code, message, details}}.
+func resultOf(c *toolgate.Call) *mcp.CallToolResult {
+	meta := mcp.Meta{MetaCallID: c.ID, MetaStatus: string(c.Status)}
+	if c.Status != toolgate.StatusCompleted {
+		callErr := toolgate.CallError{Code: strings.ToUpper(string(c.Status)), Message: "the call ended " + string(c.Status)}
+		if c.Error != nil {
+			callErr = *c.Error
+		}
+		return errorResult(callErr, meta)
+	}
+	output := c.Output
+	if len(output) == 0 {
+		output = json.RawMessage("null")
+	}
+	res := &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: outputText(output)}}}
+	if isJSONObject(output) {
+		res.StructuredContent = output
+	}
+	return res
+}
+
+// errorResult is the isError result of a call that did not complete.
+func errorResult(e toolgate.CallError, meta mcp.Meta) *mcp.CallToolResult {
+	text := e.Code + ": " + e.Message
+	return &mcp.CallToolResult{
+		Meta:              meta,
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: map[string]toolgate.CallError{"error": e},
+	}
+}
+
+// outputText is an output as text: a JSON string as its value, anything
+// else as compact JSON.
+func outputText(output json.RawMessage) string {
+	var s string
+	if json.Unmarshal(output, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, output); err != nil {
+		return string(output)
+	}
+	return buf.String()
+}
+
+// isJSONObject reports whether raw is a JSON object.
+func isJSONObject(raw json.RawMessage) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}

@@ -1,0 +1,306 @@
+package mcpserve
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/handlers"
+)
+
+// MCP's HTTP headers the endpoint reads.
+const (
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerSessionID       = "Mcp-Session-Id"
+)
+
+// statelessRevision is the first protocol revision without sessions: a
+// request that declares it (or a later one) in Mcp-Protocol-Version is
+// served by the stateless SDK handler.
+const statelessRevision = "2026-07-28"
+
+// codeTooManySessions is the error code of a new stateful MCP session
+// refused because MaxSessions are alive (503, Retry-After).
+const codeTooManySessions = "TOO_MANY_MCP_SESSIONS"
+
+// codeShuttingDown is the error code of a request that comes while the
+// endpoint closes (503, Retry-After).
+const codeShuttingDown = "SHUTTING_DOWN"
+
+// retryAfterSeconds is the Retry-After of those refusals.
+const retryAfterSeconds = 30
+
+// unavailable writes a 503 with Retry-After and the protocol's error body.
+func unavailable(w http.ResponseWriter, code, message string) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	handlers.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": code, "message": message}})
+}
+
+// Endpoint is the MCP server side of the gateway: the SDK servers of /mcp
+// and of each /mcp/sessions/{sid}, their handlers, and the goroutine that
+// keeps their tool lists in step with the engine. New builds it, Mount
+// adds its routes, Start starts the goroutine, Close stops it and ends the
+// MCP sessions.
+type Endpoint struct {
+	engine  Engine
+	log     *slog.Logger
+	opts    Options
+	origins *originPolicy
+	posts   *postContexts
+
+	gateway *route     // /mcp
+	names   *nameTable // /mcp's names; only the sync goroutine uses it
+
+	mu       sync.Mutex
+	sessions map[string]*route // /mcp/sessions/{sid}, made on first use
+	pending  int               // new stateful MCP sessions being set up
+	closed   bool
+	calls    sync.WaitGroup // tools/call handlers running (enter, Close)
+
+	changes   *changeQueue
+	life      context.Context
+	end       context.CancelFunc
+	stopWatch func()
+	done      chan struct{}
+	startOnce sync.Once
+	closeOnce sync.Once
+}
+
+// route is one MCP server with its tool list and its two handlers: the
+// stateless one for the 2026-07-28 revision, the stateful one for earlier
+// revisions (whose MCP session ids are valid on this route only).
+type route struct {
+	server    *mcp.Server
+	tools     *toolSet
+	stateless *mcp.StreamableHTTPHandler
+	stateful  *mcp.StreamableHTTPHandler
+	// syncMu makes a route's list be brought up to date by one at a time,
+	// each from what the engine says then.
+	syncMu sync.Mutex
+}
+
+// New builds the endpoint; it starts nothing.
+func New(opts Options) *Endpoint {
+	opts = opts.withDefaults()
+	life, end := context.WithCancel(context.Background())
+	e := &Endpoint{
+		engine:   opts.Engine,
+		log:      opts.Log,
+		opts:     opts,
+		origins:  newOriginPolicy(opts.AllowedOrigins),
+		posts:    newPostContexts(),
+		names:    newNameTable(),
+		sessions: map[string]*route{},
+		changes:  newChangeQueue(),
+		life:     life,
+		end:      end,
+		done:     make(chan struct{}),
+	}
+	e.gateway = e.newRoute("toolgate: the tools of this gateway and of every client session connected to it. " +
+		"A session's tool is named <tool>__<the last 12 hex digits of its session id>.")
+	return e
+}
+
+func (e *Endpoint) newRoute(instructions string) *route {
+	server := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: e.opts.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       e.log,
+		// Tools, and their list changes. No logging. Prompts and
+		// resources: none, but declared, as the SDK answers their list
+		// methods (with empty lists) all the same, and a server must
+		// declare what it answers.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
+		},
+	})
+	maxBody := e.opts.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
+	getServer := func(*http.Request) *mcp.Server { return server }
+	// The SDK's DNS-rebinding check (loopback address, other Host) is off:
+	// the gateway's own Host check (--allowed-hosts) has passed already,
+	// and would be overruled for a name it allows behind a local proxy.
+	return &route{
+		server: server,
+		tools:  newToolSet(server, e.log),
+		stateless: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Stateless:                    true,
+			PropagateRequestCancellation: true,
+			DisableLocalhostProtection:   true,
+			MaxRequestBodyBytes:          maxBody,
+			Logger:                       e.log,
+		}),
+		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			SessionTimeout:             e.opts.SessionIdle,
+			DisableLocalhostProtection: true,
+			MaxRequestBodyBytes:        maxBody,
+			Logger:                     e.log,
+		}),
+	}
+}
+
+// Mount adds /mcp and /mcp/sessions/{sid} (every method) to r.
+func (e *Endpoint) Mount(r handlers.Router) {
+	r.Handle("/mcp", e.guard(http.HandlerFunc(e.serveGateway)))
+	r.Handle("/mcp/sessions/{sid}", e.guard(http.HandlerFunc(e.serveSession)))
+}
+
+// Start watches the engine's tools and lists them: every open session's
+// and the gateway's own, then each change. Starting twice does nothing.
+func (e *Endpoint) Start() {
+	e.startOnce.Do(func() {
+		e.stopWatch = e.engine.WatchTools(e.changes.add)
+		e.changes.add("")
+		for _, sid := range e.engine.SessionIDs() {
+			e.changes.add(sid)
+		}
+		go e.syncLoop()
+	})
+}
+
+// Close stops the watch and ends every MCP session (their streams end);
+// requests that come later are refused with 503. It then waits for the
+// tools/call handlers still running: the caller ends the HTTP requests
+// first (their calls are cancelled with them), as the server does by
+// cancelling its requests' base context. Safe without Start and more
+// than once.
+func (e *Endpoint) Close() {
+	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		routes := []*route{e.gateway}
+		for _, rt := range e.sessions {
+			routes = append(routes, rt)
+		}
+		e.mu.Unlock()
+		e.end()
+		e.startOnce.Do(func() {}) // no Start after Close
+		// Started: stop the watch, then the sync goroutine.
+		if e.stopWatch != nil {
+			e.stopWatch()
+			<-e.done
+		}
+		for _, rt := range routes {
+			rt.closeSessions()
+		}
+		// The handlers' requests have ended (the server cancels them
+		// first), so their calls are being cancelled: wait for that, so
+		// that no handler uses the engine after the gateway closes it.
+		e.calls.Wait()
+	})
+}
+
+// enter counts a tools/call handler in, unless the endpoint is closed.
+func (e *Endpoint) enter() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.calls.Add(1)
+	return true
+}
+
+// closeSessions ends the route's MCP sessions.
+func (rt *route) closeSessions() {
+	for ss := range rt.server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// serveGateway serves /mcp.
+func (e *Endpoint) serveGateway(w http.ResponseWriter, r *http.Request) {
+	e.serveRoute(e.gateway, w, r)
+}
+
+// serveSession serves /mcp/sessions/{sid}: 404 for a session that is not
+// open.
+func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
+	sid := chi.URLParam(r, "sid")
+	rt := e.sessionRoute(r.Context(), sid)
+	if rt == nil {
+		handlers.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid))
+		return
+	}
+	e.serveRoute(rt, w, r)
+}
+
+// serveRoute hands a request to the route's handler for its revision,
+// through the keep-alive writer.
+func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request) {
+	if e.isClosed() {
+		unavailable(w, codeShuttingDown, "the gateway is shutting down")
+		return
+	}
+	sw := newStreamWriter(w, e.opts.Heartbeat)
+	defer sw.finish()
+	if r.Method == http.MethodPost {
+		var untrack func()
+		r, untrack = e.posts.track(r, sw)
+		defer untrack()
+	}
+	if r.Header.Get(headerProtocolVersion) >= statelessRevision {
+		rt.stateless.ServeHTTP(sw, r)
+		return
+	}
+	if r.Method == http.MethodPost && r.Header.Get(headerSessionID) == "" {
+		// A new stateful MCP session, if the request initializes one.
+		if !e.admitSession() {
+			unavailable(w, codeTooManySessions,
+				"the gateway holds as many MCP sessions as it may; try again later, or use protocol revision "+statelessRevision)
+			return
+		}
+		defer e.admitted()
+	}
+	rt.stateful.ServeHTTP(sw, r)
+}
+
+func (e *Endpoint) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// admitSession reports whether a new stateful MCP session may be set up
+// (counting those alive on every route and those being set up), and
+// counts it as being set up; admitted ends that.
+func (e *Endpoint) admitSession() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	alive := e.pending + e.gateway.liveSessions()
+	for _, rt := range e.sessions {
+		alive += rt.liveSessions()
+	}
+	if alive >= e.opts.MaxSessions {
+		return false
+	}
+	e.pending++
+	return true
+}
+
+func (e *Endpoint) admitted() {
+	e.mu.Lock()
+	e.pending--
+	e.mu.Unlock()
+}
+
+// liveSessions counts the route's stateful MCP sessions (those with an
+// id; a stateless request's session has none).
+func (rt *route) liveSessions() int {
+	n := 0
+	for ss := range rt.server.Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,96 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// Engine is what the MCP endpoint needs of the gateway's core; the server
+// package's *Engine implements it.
+type Engine interface {
+	// IsAgentKey reports whether secret is the agent (caller) key.
+	IsAgentKey(secret string) bool
+	// GatewayTools lists the tools called without a session, by name.
+	GatewayTools() []toolgate.ToolInfo
+	// SessionIDs returns the ids of the open sessions.
+	SessionIDs() []string
+	// SessionView returns a session with its tools (NOT_FOUND when
+	// unknown; a closed one has ClosedAt set and no tools).
+	SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error)
+	// WatchTools calls fn after a session's tools changed ("" for the
+	// tools called without a session); fn must not block.
+	WatchTools(fn func(sessionID string)) (stop func())
+	// CreateCall checks and stores a call, as POST /v1/calls does.
+	CreateCall(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error)
+	// WaitCallProgress returns the call once it has ended, passing on its
+	// progress reports meanwhile; ctx's error when ctx ends first.
+	WaitCallProgress(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error)
+	// CancelCall ends an open call as cancelled and tells its client.
+	CancelCall(ctx context.Context, id string) (*toolgate.Call, error)
+}
+
+// Defaults of Options.
+const (
+	// DefaultMaxSessions bounds the stateful (2025-11-25 and earlier) MCP
+	// sessions alive at once, over /mcp and every /mcp/sessions/{sid}.
+	DefaultMaxSessions = 1000
+	// DefaultSessionIdle is how long a stateful MCP session lives without
+	// a request (its GET stream does not count) before it is closed; the
+	// host then starts a new one (404 on its session id).
+	DefaultSessionIdle = 30 * time.Minute
+	// DefaultHeartbeat is the keep-alive interval of streamed replies.
+	DefaultHeartbeat = 15 * time.Second
+)
+
+// Options configure an Endpoint.
+type Options struct {
+	Engine Engine
+	Log    *slog.Logger // nil discards
+	// AllowedOrigins are the browser origins, besides the gateway's own,
+	// whose requests are served ("*" any, one "*" wildcard per entry as
+	// in "https://*.example.com"); a request with any other Origin gets
+	// 403.
+	AllowedOrigins []string
+	// MaxBodyBytes bounds a request's body (the gateway's router applies
+	// it first; the SDK is told the same).
+	MaxBodyBytes int64
+	// Heartbeat is how long a streamed reply may stay quiet before a
+	// keep-alive comment is written (0: DefaultHeartbeat).
+	Heartbeat time.Duration
+	// MaxSessions bounds the stateful MCP sessions alive at once (0:
+	// DefaultMaxSessions); a new one over it is refused with 503.
+	MaxSessions int
+	// SessionIdle closes a stateful MCP session after this long without a
+	// request (0: DefaultSessionIdle).
+	SessionIdle time.Duration
+	// Version is the gateway's version, told to hosts as serverInfo
+	// (empty: the module version the binary was built from, else "dev").
+	Version string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			o.Version = info.Main.Version
+		}
+	}
+	return o
+}

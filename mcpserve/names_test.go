@@ -1,0 +1,84 @@
+package mcpserve_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/testwait"
+	"github.com/toolgate/toolgate/mcpserve"
+)
+
+const (
+	sessionA = "019ab0c1-2d3e-7f40-8a5b-6c7d8e9f0a1b"
+	sessionB = "019ab0c1-2d3e-7f40-9999-6c7d8e9f0a1c"
+)
+
+// A session's tool is named <tool>__<last 12 hex digits>; when another
+// tool holds that name as it comes, it gets <tool>__<all 32>, and keeps it
+// while listed, even once the short name is free again.
+func TestNamesUniqueAndStable(t *testing.T) {
+	f := newFakeEngine()
+	short := "echo__6c7d8e9f0a1b"
+	long := "echo__" + strings.ReplaceAll(sessionA, "-", "")
+	f.setGateway(tool(short)) // an imported tool that happens to hold the name
+	_, url := serve(t, f, mcpserve.Options{})
+	cs := connect(t, url+"/mcp", "2026-07-28")
+	f.setSession(sessionA, tool("echo"))
+	testwait.Until(t, 10*time.Second, "the session's tool listed", func() bool { return slices.Contains(names(t, cs), long) })
+	if got := names(t, cs); !slices.Equal(got, []string{long, short}) {
+		t.Fatalf("listed %v", got)
+	}
+
+	f.setGateway()
+	testwait.Until(t, 10*time.Second, "the gateway tool gone", func() bool { return len(names(t, cs)) == 1 })
+	f.setSession(sessionA, tool("echo"), tool("ping"))
+	testwait.Until(t, 10*time.Second, "the second tool listed", func() bool { return len(names(t, cs)) == 2 })
+	if got := names(t, cs); !slices.Equal(got, []string{long, "ping__6c7d8e9f0a1b"}) {
+		t.Errorf("after the short name was freed: %v (the listed tool must keep its name)", got)
+	}
+
+	f.setSession(sessionB, tool("echo"))
+	testwait.Until(t, 10*time.Second, "the other session's tool listed", func() bool { return len(names(t, cs)) == 3 })
+	if got := names(t, cs); !slices.Contains(got, "echo__6c7d8e9f0a1c") {
+		t.Errorf("the second session's tool: %v", got)
+	}
+}
+
+// A session open before Start is listed (Start lists every open
+// session); its tool's definition says whose it is, keeps its schema's
+// bytes, and marks a read-only tool readOnlyHint.
+func TestToolDefinition(t *testing.T) {
+	f := newFakeEngine()
+	look := tool("look")
+	look.Description = "Looks around"
+	look.ReadOnly = true
+	look.Parameters = []byte(`{"type":"object","properties":{"where":{"type":"string"}}}`)
+	f.setSession(sessionA, look)
+	_, url := serve(t, f, mcpserve.Options{})
+	cs := connect(t, url+"/mcp", "2025-11-25")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 1 {
+		t.Fatalf("listed %d tools", len(res.Tools))
+	}
+	got := res.Tools[0]
+	if got.Name != "look__6c7d8e9f0a1b" || got.Description != "Looks around\n\n[toolgate: a tool of unit, session "+sessionA+"]" {
+		t.Errorf("name %q, description %q", got.Name, got.Description)
+	}
+	if got.Annotations == nil || !got.Annotations.ReadOnlyHint {
+		t.Errorf("annotations %+v, want readOnlyHint", got.Annotations)
+	}
+	schema, _ := json.Marshal(got.InputSchema)
+	if string(schema) != `{"properties":{"where":{"type":"string"}},"type":"object"}` {
+		t.Errorf("inputSchema %s", schema)
+	}
+	if got.Meta["io.toolgate/tool"] != "look" {
+		t.Errorf("_meta %v", got.Meta)
+	}
+}

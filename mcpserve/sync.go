@@ -1,0 +1,122 @@
+package mcpserve
+
+import (
+	"sync"
+)
+
+// changeQueue holds the sources whose tools changed and have not been
+// looked at yet (a session id, "" for the gateway's own), each once however
+// often it changed: the engine's watch callback adds without blocking, the
+// sync goroutine takes them all. It holds at most one entry per source.
+type changeQueue struct {
+	mu      sync.Mutex
+	pending map[string]bool
+	wake    chan struct{}
+}
+
+func newChangeQueue() *changeQueue {
+	return &changeQueue{pending: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// add notes that source's tools changed.
+func (q *changeQueue) add(source string) {
+	q.mu.Lock()
+	q.pending[source] = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the sources noted since the last take.
+func (q *changeQueue) take() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]string, 0, len(q.pending))
+	for source := range q.pending {
+		out = append(out, source)
+	}
+	clear(q.pending)
+	return out
+}
+
+// syncLoop brings the lists up to date after each change, until Close.
+func (e *Endpoint) syncLoop() {
+	defer close(e.done)
+	for {
+		select {
+		case <-e.life.Done():
+			return
+		case <-e.changes.wake:
+		}
+		for _, source := range e.changes.take() {
+			if e.life.Err() != nil {
+				return
+			}
+			e.refresh(source)
+		}
+	}
+}
+
+// refresh brings what lists source's tools up to date: /mcp, and the
+// session's own route if it has one (dropped once the session is closed).
+func (e *Endpoint) refresh(source string) {
+	if source == "" {
+		e.refreshGatewayTools()
+		return
+	}
+	e.refreshSessionTools(source)
+	if rt := e.existingSessionRoute(source); rt != nil && !e.syncSessionRoute(rt, source) {
+		e.dropSession(source)
+	}
+}
+
+// refreshGatewayTools lists on /mcp the tools called without a session
+// that can be called now, under their own names.
+func (e *Endpoint) refreshGatewayTools() {
+	var offers []offer
+	for _, t := range e.engine.GatewayTools() {
+		if !t.Online {
+			continue
+		}
+		key := toolKey{"", t.Name}
+		name := e.names.assign(key, t.Name)
+		if name == "" {
+			e.log.Warn("MCP: a gateway tool is not listed on /mcp: a session's tool holds its name", "tool", t.Name)
+			continue
+		}
+		offers = append(offers, newOffer(key, name, t, "", e.callHandler("", t.Name)))
+	}
+	e.releaseNames(e.gateway.tools.replace("", offers))
+}
+
+// refreshSessionTools lists on /mcp the tools of session sid while it is
+// reachable, named <tool>__<h> (sessionToolNames).
+func (e *Endpoint) refreshSessionTools(sid string) {
+	var offers []offer
+	view, err := e.engine.SessionView(e.life, sid)
+	if err == nil && view.ClosedAt == nil {
+		note := ownerNote(view)
+		for _, t := range view.Tools {
+			if !t.Online {
+				continue
+			}
+			key := toolKey{sid, t.Name}
+			name := e.names.assign(key, sessionToolNames(t.Name, sid)...)
+			if name == "" {
+				e.log.Warn("MCP: a session's tool is not listed on /mcp: its names are taken", "session", sid, "tool", t.Name)
+				continue
+			}
+			offers = append(offers, newOffer(key, name, t, note, e.callHandler(sid, t.Name)))
+		}
+	}
+	e.releaseNames(e.gateway.tools.replace(sid, offers))
+}
+
+// releaseNames frees the /mcp names of tools no longer listed.
+func (e *Endpoint) releaseNames(keys []toolKey) {
+	for _, k := range keys {
+		e.names.release(k)
+	}
+}
