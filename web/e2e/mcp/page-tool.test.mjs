@@ -16,15 +16,18 @@ import { launchBrowser, watchConsole } from "../lib/browser.mjs";
 import { until } from "../lib/wait.mjs";
 import { mcpToolName, connectMcp } from "./mcp-client.mjs";
 
-// Short, so the closed tab's tools leave the listing within the test.
-const SESSION_GRACE = "3s";
+// Short, so the closed tab's tools leave the listing within the test: the
+// engine notices a grace has passed at its sweep (every --sweep-interval,
+// 30 s by default), so that is short too.
+const SESSION_GRACE = "2s";
+const SWEEP_INTERVAL = "1s";
 
 let gw;
 let browser;
 const hosts = [];
 
 before(async () => {
-  gw = await startGateway({ args: ["--session-grace", SESSION_GRACE] });
+  gw = await startGateway({ args: ["--session-grace", SESSION_GRACE, "--sweep-interval", SWEEP_INTERVAL] });
   browser = await launchBrowser();
 });
 
@@ -97,15 +100,27 @@ test("a TypeScript SDK host calls the tool a page in Chromium registered, and is
   assert.equal(declined.isError, true, JSON.stringify(declined));
   assert.match(textOf(declined), /PERMISSION_DENIED|declined/i, JSON.stringify(declined));
 
-  // The tab goes away.
+  // The tab goes away. Its tools stay listed (and callable) through the
+  // grace; then they leave tools/list and the host is told. A
+  // notification counts only when it came after the last listing that
+  // still showed the tool was asked for.
   const changes = [];
-  mcp.setNotificationHandler(ToolListChangedNotificationSchema, (n) => changes.push(n));
+  mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => changes.push(performance.now()));
   await context.close();
   assert.deepEqual(consoleWatch.problems, [], "the page logged errors");
-  await until(() => changes.length > 0, 20000, "notifications/tools/list_changed after the tab closed");
+  let lastListedAt = performance.now();
   await until(
-    async () => !(await mcp.listTools()).tools.some((t) => t.name === pageInfo),
-    20000,
+    async () => {
+      const askedAt = performance.now();
+      const listedNow = (await mcp.listTools()).tools.some((t) => t.name === pageInfo);
+      if (listedNow) lastListedAt = askedAt;
+      return !listedNow;
+    },
+    15000,
     `${pageInfo} leaving /mcp's tools/list after the ${SESSION_GRACE} grace`,
   );
+  await until(() => changes.some((at) => at > lastListedAt), 5000, "notifications/tools/list_changed on the host's GET stream when the tools left");
+  // The session's own route lists nothing callable any more.
+  const left = await own.listTools().then((r) => r.tools.map((t) => t.name), (err) => `refused: ${err.message}`);
+  assert.ok(Array.isArray(left) ? left.length === 0 : /404|not found|session/i.test(left), `/mcp/sessions/{sid} after the grace: ${left}`);
 });
