@@ -45,26 +45,36 @@ after(async () => {
   await gw?.stop();
 });
 
-test("/mcp wants the agent key; the proxy in front adds it", async () => {
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
+test("/mcp wants the agent key, refuses a foreign Origin, tells proxies not to buffer; the proxy in front adds the key", async () => {
   const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
-  // Straight to the gateway without the key: refused.
-  const direct = await fetch(`${gw.url}/mcp/sessions/${client.sessionId}`, { method: "POST", headers, body });
-  assert.equal(direct.status, 401, await direct.text());
-  // Through the proxy: initialize (2025-11-25) is answered.
-  const init = await fetch(sessionUrl, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "e2e", version: "1" } },
-    }),
+  const initialize = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "e2e", version: "1" } },
   });
+  // Straight to the gateway without the key: refused.
+  const direct = await fetch(`${gw.url}/mcp/sessions/${client.sessionId}`, { method: "POST", headers, body: initialize });
+  assert.equal(direct.status, 401, await direct.text());
+  // With it, the reply is a stream a proxy is told not to hold back
+  // (nginx itself drops X-Accel-* headers, so this is asked of the gateway).
+  const keyed = await fetch(`${gw.url}/mcp/sessions/${client.sessionId}`, {
+    method: "POST",
+    headers: { ...headers, Authorization: `Bearer ${gw.agentKey}` },
+    body: initialize,
+  });
+  await keyed.text();
+  assert.equal(keyed.status, 200);
+  assert.match(keyed.headers.get("content-type") ?? "", /^text\/event-stream/);
+  assert.equal(keyed.headers.get("x-accel-buffering"), "no");
+  // Through the proxy (which adds the key): answered, unless a page of
+  // another origin asks.
+  const init = await fetch(sessionUrl, { method: "POST", headers, body: initialize });
   const text = await init.text();
   assert.equal(init.status, 200, `${text}\n${proxy.errorLog()}`);
   assert.match(text, /"protocolVersion":"2025-11-25"/);
+  const foreign = await fetch(sessionUrl, { method: "POST", headers: { ...headers, Origin: "https://evil.example.com" }, body: initialize });
+  assert.equal(foreign.status, 403, await foreign.text());
 });
 
 for (const revision of ["2025-11-25", "2026-07-28"]) {
