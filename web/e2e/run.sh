@@ -59,6 +59,16 @@ cd web/e2e
 TOOLGATE_BIN="$work/toolgate" TOOLGATE_ARTIFACTS="$artifacts" TMPDIR="$work" \
   node --test --test-concurrency=1 --test-timeout=120000 sdk/ browser/
 
+# --- MCP (web/e2e/mcp, docs/MCP-CONFORMANCE.md) --------------------------------
+# The official conformance suite against /mcp/sessions/{sid} at 2025-11-25 and
+# 2026-07-28, through an nginx that adds the agent key, judged against the
+# expected-failures baselines in mcp/ (the suite runs on the Node 22 from the
+# lock file); and the TypeScript SDK's client calling a tool a page in
+# Chromium registered. Results are kept in test-artifacts/mcp-conformance/.
+say "MCP: the conformance suite (both revisions) and a TypeScript SDK host calling a page's tool"
+TOOLGATE_BIN="$work/toolgate" TOOLGATE_ARTIFACTS="$artifacts" TMPDIR="$work" \
+  node --test --test-concurrency=1 --test-timeout=300000 mcp/
+
 # The Go SDK behind nginx cutting idle connections (mobile/proxy_test.go
 # skips without NGINX_BIN, so `make test` needs no nginx).
 say "Go SDK behind an idle-cutting nginx"

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
+import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const templates = join(dirname(fileURLToPath(import.meta.url)), "../nginx");
@@ -79,10 +79,16 @@ export async function startIdleCuttingProxy(upstream, { readTimeout = "3s" } = {
   return proxy;
 }
 
-async function startProxy(templateName, upstream, vars) {
+/**
+ * Starts nginx from a template: a name in ../nginx/ or an absolute path,
+ * with {{DIR}}, {{PORT}}, {{UPSTREAM}} and each of `vars` ({NAME: value}
+ * fills {{NAME}}) filled in.
+ * @returns {Promise<{url: string, dir: string, stop: () => Promise<void>, errorLog: () => string}>}
+ */
+export async function startProxy(templateName, upstream, vars) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-nginx-"));
   const port = await freePort();
-  let config = readFileSync(join(templates, templateName), "utf8")
+  let config = readFileSync(resolve(templates, templateName), "utf8")
     .replaceAll("{{DIR}}", dir)
     .replaceAll("{{PORT}}", String(port))
     .replaceAll("{{UPSTREAM}}", upstream);
