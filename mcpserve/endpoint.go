@@ -50,6 +50,7 @@ func unavailable(w http.ResponseWriter, code, message string) {
 type Endpoint struct {
 	engine  Engine
 	log     *slog.Logger
+	sdkLog  *slog.Logger // the SDK's lines: its warnings and errors only
 	opts    Options
 	origins *originPolicy
 	posts   *postContexts
@@ -92,6 +93,7 @@ func New(opts Options) *Endpoint {
 	e := &Endpoint{
 		engine:   opts.Engine,
 		log:      opts.Log,
+		sdkLog:   slog.New(atLeast{opts.Log.Handler(), slog.LevelWarn}),
 		opts:     opts,
 		origins:  newOriginPolicy(opts.AllowedOrigins),
 		posts:    newPostContexts(),
@@ -110,7 +112,7 @@ func New(opts Options) *Endpoint {
 func (e *Endpoint) newRoute(instructions string) *route {
 	server := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: e.opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       e.log,
+		Logger:       e.sdkLog,
 		// Tools, and their list changes. No logging. Prompts and
 		// resources: none, but declared, as the SDK answers their list
 		// methods (with empty lists) all the same, and a server must
@@ -137,13 +139,13 @@ func (e *Endpoint) newRoute(instructions string) *route {
 			PropagateRequestCancellation: true,
 			DisableLocalhostProtection:   true,
 			MaxRequestBodyBytes:          maxBody,
-			Logger:                       e.log,
+			Logger:                       e.sdkLog,
 		}),
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			SessionTimeout:             e.opts.SessionIdle,
 			DisableLocalhostProtection: true,
 			MaxRequestBodyBytes:        maxBody,
-			Logger:                     e.log,
+			Logger:                     e.sdkLog,
 		}),
 	}
 }
@@ -303,4 +305,27 @@ func (rt *route) liveSessions() int {
 		}
 	}
 	return n
+}
+
+// atLeast passes on only the records of its level or above: the SDK logs
+// every stateless request's session at info ("server connecting"), which
+// would be a line per MCP request in the gateway's log.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+// Enabled implements slog.Handler.
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+// WithAttrs implements slog.Handler.
+func (h atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(attrs), h.min}
+}
+
+// WithGroup implements slog.Handler.
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
 }
