@@ -14,3 +14,7 @@ func shellCommand(target string) *exec.Cmd {
 // killProcessGroup does nothing here: mcp.CommandTransport has ended the
 // command itself.
 func killProcessGroup(int) {}
+
+// terminateProcessGroup does nothing here: mcp.CommandTransport ends the
+// command itself.
+func terminateProcessGroup(int) {}

@@ -24,3 +24,11 @@ func killProcessGroup(pid int) {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 }
+
+// terminateProcessGroup sends SIGTERM to the process group the command
+// led: the shell and the server it started alike.
+func terminateProcessGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+	}
+}

@@ -26,7 +26,11 @@ type progressRoutes struct {
 	routes map[string]*progressRelay // by token: the calls in flight
 }
 
-// open routes a new token to ctx's progress reporter until stop.
+// open routes a new token to ctx's progress reporter until stop, which
+// passes on the last report not yet passed on. (The SDK hands a
+// notification to its handler on a goroutine of its own, so one the
+// server sent just before its result may still come after stop: it is
+// dropped.)
 func (p *progressRoutes) open(ctx context.Context) (token string, stop func()) {
 	relay := &progressRelay{wake: make(chan struct{}, 1)}
 	p.mu.Lock()
@@ -43,6 +47,11 @@ func (p *progressRoutes) open(ctx context.Context) (token string, stop func()) {
 		for {
 			select {
 			case <-done:
+				// A report that came in just before the result is
+				// passed on before the call ends.
+				if report := relay.take(); report != nil {
+					agentloop.ReportProgress(ctx, report)
+				}
 				return
 			case <-relay.wake:
 				if report := relay.take(); report != nil {

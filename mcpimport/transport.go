@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,6 +16,7 @@ type connection struct {
 	cmd     *exec.Cmd         // nil over HTTP
 	stdio   *trackedTransport // nil over HTTP
 	stderr  *stderrLogger     // nil over HTTP
+	grace   time.Duration     // StopGrace
 }
 
 // trackedTransport keeps the connection its transport made, so that the
@@ -49,7 +51,10 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		// Wait gives up on the stderr pipe this long after the process
 		// exited (a grandchild may hold it open).
 		conn.cmd.WaitDelay = s.opts.StopGrace
-		conn.stdio = &trackedTransport{Transport: &mcp.CommandTransport{Command: conn.cmd, TerminateDuration: s.opts.StopGrace}}
+		conn.grace = s.opts.StopGrace
+		// The transport's own SIGTERM (to the shell alone) comes after
+		// close's, which the whole process group gets.
+		conn.stdio = &trackedTransport{Transport: &mcp.CommandTransport{Command: conn.cmd, TerminateDuration: 2 * s.opts.StopGrace}}
 		transport = conn.stdio
 	}
 	cs, err := s.client.Connect(cctx, transport, nil)
@@ -65,10 +70,15 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 	return conn, nil
 }
 
-// close ends the session: over stdio, the command's stdin is closed, it
-// gets StopGrace to exit, then SIGTERM, then SIGKILL (mcp.CommandTransport);
-// then whatever is left of its process group is killed.
+// close ends the session. Over stdio, the command's stdin is closed; it
+// gets StopGrace to exit, then its process group gets SIGTERM, and
+// StopGrace later the transport sends SIGKILL; once it has been waited
+// for, whatever is left of its process group is killed.
 func (c *connection) close() {
+	if pid := c.pid(); pid > 0 {
+		t := time.AfterFunc(c.grace, func() { terminateProcessGroup(pid) })
+		defer t.Stop()
+	}
 	if c.session != nil {
 		c.session.Close()
 	}

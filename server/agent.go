@@ -82,7 +82,9 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 func importMCPServers(reg *agentloop.Registry, cfg Config, log *slog.Logger) ([]*mcpimport.Server, error) {
 	var imports []*mcpimport.Server
 	for _, c := range cfg.MCPServers {
-		s := mcpimport.New(c, mcpimport.Options{Log: log})
+		opts := cfg.MCPOptions
+		opts.Log = log
+		s := mcpimport.New(c, opts)
 		if err := reg.AddToolSet(s); err != nil {
 			return nil, fmt.Errorf("MCP server %s: %w", c.Name, err)
 		}
@@ -102,12 +104,15 @@ func (a *Agent) startImports() {
 	}
 }
 
-// stopImports stops the connection loops: sessions closed, commands'
-// process groups ended. Close calls it after the engine stopped.
+// stopImports stops the connection loops, all at once (a command may take
+// its grace period to exit): sessions closed, commands' process groups
+// ended. Close calls it after the engine stopped.
 func (a *Agent) stopImports() {
+	var wg sync.WaitGroup
 	for _, s := range a.imports {
-		s.Close()
+		wg.Go(func() { s.Close() })
 	}
+	wg.Wait()
 }
 
 // resume continues the runs and built-in calls a stopped process left

@@ -159,6 +159,10 @@ type Config struct {
 	// the agent loop. Names must be valid (mcpimport.NamePattern) and
 	// distinct.
 	MCPServers []mcpimport.Config
+	// MCPOptions tune the imported servers' connections (backoff, how
+	// often their tools are listed again, limits); zero fields take
+	// mcpimport's defaults, and Log is the gateway's.
+	MCPOptions mcpimport.Options
 
 	// Now, when set, replaces the wall clock for grace, time-to-live and
 	// pruning decisions (tests use it to move time without sleeping).
