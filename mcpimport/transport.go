@@ -52,8 +52,8 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		// exited (a grandchild may hold it open).
 		conn.cmd.WaitDelay = s.opts.StopGrace
 		conn.grace = s.opts.StopGrace
-		// The transport's own SIGTERM (to the shell alone) comes after
-		// close's, which the whole process group gets.
+		// The transport's own SIGTERM (to the shell alone) comes no
+		// earlier than close's SIGKILL, which the whole process group gets.
 		conn.stdio = &trackedTransport{Transport: &mcp.CommandTransport{Command: conn.cmd, TerminateDuration: 2 * s.opts.StopGrace}}
 		transport = conn.stdio
 	}
@@ -72,12 +72,14 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 
 // close ends the session. Over stdio, the command's stdin is closed; it
 // gets StopGrace to exit, then its process group gets SIGTERM, and
-// StopGrace later the transport sends SIGKILL; once it has been waited
-// for, whatever is left of its process group is killed.
+// StopGrace later SIGKILL; once it has been waited for, whatever is left
+// of its process group is killed.
 func (c *connection) close() {
 	if pid := c.pid(); pid > 0 {
-		t := time.AfterFunc(c.grace, func() { terminateProcessGroup(pid) })
-		defer t.Stop()
+		term := time.AfterFunc(c.grace, func() { terminateProcessGroup(pid) })
+		kill := time.AfterFunc(2*c.grace, func() { killProcessGroup(pid) })
+		defer term.Stop()
+		defer kill.Stop()
 	}
 	if c.session != nil {
 		c.session.Close()
