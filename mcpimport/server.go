@@ -40,7 +40,8 @@ type Options struct {
 	// result fails the call with PAYLOAD_TOO_LARGE.
 	MaxResultBytes int
 	// HTTPClient reaches a Streamable HTTP server; nil uses a client of
-	// its own with no overall timeout (streams are long-lived).
+	// the Server's own (whose idle connections Close drops), with no
+	// overall timeout (streams are long-lived).
 	HTTPClient *http.Client
 }
 
@@ -67,9 +68,6 @@ func (o Options) withDefaults() Options {
 	if o.MaxResultBytes <= 0 {
 		o.MaxResultBytes = 1 << 20
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
-	}
 	return o
 }
 
@@ -86,6 +84,13 @@ type Server struct {
 	check  chan struct{} // a call failed as if the server were gone
 
 	progress progressRoutes // the calls in flight, by progress token
+
+	// leftOut are the tools of the last listing the gateway could not
+	// take, with why; only the connection loop touches it.
+	leftOut map[string]string
+	// ownHTTP is the transport of the HTTP client New made (nil when
+	// Options.HTTPClient was given); Close drops its idle connections.
+	ownHTTP *http.Transport
 
 	mu       sync.Mutex
 	tools    []agentloop.Tool   // sorted by name; kept while offline
@@ -110,6 +115,10 @@ func New(cfg Config, opts Options) *Server {
 		check:   make(chan struct{}, 1),
 		downWhy: "not connected yet",
 		done:    make(chan struct{}),
+	}
+	if s.opts.HTTPClient == nil {
+		s.ownHTTP = http.DefaultTransport.(*http.Transport).Clone()
+		s.opts.HTTPClient = &http.Client{Transport: s.ownHTTP}
 	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(s.relist) },
@@ -149,6 +158,9 @@ func (s *Server) Close() error {
 	if started {
 		cancel()
 		<-s.done
+	}
+	if s.ownHTTP != nil {
+		s.ownHTTP.CloseIdleConnections()
 	}
 	s.setOffline("the gateway is shutting down")
 	return nil

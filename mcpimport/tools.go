@@ -50,10 +50,13 @@ func (t *tool) ReadOnly() bool { return t.readOnly }
 func (t *tool) Unavailable() error { return t.srv.offlineError(t.name) }
 
 // convertTools turns the server's list into the gateway's tools, sorted
-// by name, leaving out (with a warning) those the gateway cannot take.
+// by name, leaving out those the gateway cannot take, with a warning the
+// first time (not at every listing).
 func (s *Server) convertTools(listed []*mcp.Tool) []agentloop.Tool {
 	out := make([]agentloop.Tool, 0, len(listed))
 	taken := map[string]string{} // gateway name -> remote name
+	warned := s.leftOut
+	s.leftOut = map[string]string{}
 	for _, mt := range listed {
 		t, err := s.convertTool(mt)
 		if err == nil {
@@ -62,7 +65,11 @@ func (s *Server) convertTools(listed []*mcp.Tool) []agentloop.Tool {
 			}
 		}
 		if err != nil {
-			s.log.Warn("MCP tool left out", "tool", mt.Name, "why", err.Error())
+			why := err.Error()
+			if warned[mt.Name] != why {
+				s.log.Warn("MCP tool left out", "tool", mt.Name, "why", why)
+			}
+			s.leftOut[mt.Name] = why
 			continue
 		}
 		taken[t.name] = mt.Name
