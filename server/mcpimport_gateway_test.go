@@ -68,8 +68,24 @@ func TestMCPImportThroughGateway(t *testing.T) {
 		t.Fatalf("cancelled call = %+v", got)
 	}
 
+	watched := make(chan string, 16)
+	stopWatch := g.Server.Engine.WatchTools(func(sid string) {
+		select {
+		case watched <- sid:
+		default:
+		}
+	})
+	defer stopWatch()
 	mcpServer.stop()
 	g.waitToolOnline(t, "gosdk__echo", false)
+	select {
+	case sid := <-watched:
+		if sid != "" {
+			t.Errorf("the tool watchers were told of session %q, want \"\" (the gateway's own tools)", sid)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the tool watchers were not told that the server went offline")
+	}
 	started := time.Now()
 	status, body := g.do("POST", "/v1/calls", testAgentKey, map[string]any{"tool": "gosdk__echo", "args": map[string]any{"text": "x"}})
 	if status != 503 || !strings.Contains(string(body), `"TOOL_OFFLINE"`) || !strings.Contains(string(body), "MCP server gosdk is offline") {
