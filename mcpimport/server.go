@@ -28,7 +28,10 @@ type Options struct {
 	// CheckInterval (15s) is how often a connected server's tools are
 	// listed again, which also tells whether it still answers.
 	CheckInterval time.Duration
-	// RequestTimeout (20s) bounds connecting and each listing.
+	// ConnectTimeout (60s) bounds starting a command or reaching a URL,
+	// and the protocol's handshake (npx may download its package first).
+	ConnectTimeout time.Duration
+	// RequestTimeout (20s) bounds each listing of the tools.
 	RequestTimeout time.Duration
 	// StopGrace (2s) is how long a command has to exit once its stdin is
 	// closed, and again after SIGTERM, before it is killed.
@@ -57,6 +60,7 @@ func (o Options) withDefaults() Options {
 	setDur(&o.MinBackoff, 250*time.Millisecond)
 	setDur(&o.MaxBackoff, 30*time.Second)
 	setDur(&o.CheckInterval, 15*time.Second)
+	setDur(&o.ConnectTimeout, 60*time.Second)
 	setDur(&o.RequestTimeout, 20*time.Second)
 	setDur(&o.StopGrace, 2*time.Second)
 	if o.MaxBackoff < o.MinBackoff {

@@ -140,3 +140,31 @@ func TestStdioCommandFails(t *testing.T) {
 		t.Errorf("the command's stderr is not in the log:\n%s", log.String())
 	}
 }
+
+// TestStdioHandshakeTimeout: a command that never answers the handshake
+// is given up on after ConnectTimeout, its process ended, and tried
+// again later.
+func TestStdioHandshakeTimeout(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	var log logBuffer
+	opts := fastOptions(log.logger())
+	opts.ConnectTimeout, opts.MinBackoff = 200*time.Millisecond, time.Minute
+	s := mcpimport.New(mcpimport.Config{Name: "mute", Target: "echo $$ > " + shellQuote(pidFile) + "; exec sleep 600"}, opts)
+	s.Start()
+	defer s.Close()
+	testwait.Until(t, 5*time.Second, "the handshake given up on", func() bool {
+		return strings.Contains(log.String(), "MCP server unreachable")
+	})
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 5*time.Second, "the mute command ended", func() bool { return processGone(pid) })
+	if s.Online() {
+		t.Fatal("online")
+	}
+}

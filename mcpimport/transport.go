@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,21 +25,26 @@ type connection struct {
 // fails after the command started.
 type trackedTransport struct {
 	mcp.Transport
+	cmd  *exec.Cmd
 	conn mcp.Connection
+	pid  atomic.Int64 // the command's, once started
 }
 
 // Connect implements mcp.Transport.
 func (t *trackedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	t.conn = c
+	if t.cmd.Process != nil {
+		t.pid.Store(int64(t.cmd.Process.Pid))
+	}
 	return c, err
 }
 
 // connect opens a session: over Streamable HTTP for a URL, else by
 // starting the command and speaking to it over stdio. Connecting (the
-// protocol's handshake included) is bounded by RequestTimeout.
+// protocol's handshake included) is bounded by ConnectTimeout.
 func (s *Server) connect(ctx context.Context) (*connection, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
 	defer cancel()
 	conn := &connection{}
 	var transport mcp.Transport
@@ -54,10 +60,19 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		conn.grace = s.opts.StopGrace
 		// The transport's own SIGTERM (to the shell alone) comes no
 		// earlier than close's SIGKILL, which the whole process group gets.
-		conn.stdio = &trackedTransport{Transport: &mcp.CommandTransport{Command: conn.cmd, TerminateDuration: 2 * s.opts.StopGrace}}
+		conn.stdio = &trackedTransport{Transport: &mcp.CommandTransport{Command: conn.cmd, TerminateDuration: 2 * s.opts.StopGrace}, cmd: conn.cmd}
 		transport = conn.stdio
+		// A command that has not answered in time, or that the gateway
+		// stops waiting for, is killed at once, not given the grace of
+		// a clean close.
+		giveUp := context.AfterFunc(cctx, func() { killProcessGroup(int(conn.stdio.pid.Load())) })
+		defer giveUp()
 	}
 	cs, err := s.client.Connect(cctx, transport, nil)
+	if err == nil && conn.stdio != nil && cctx.Err() != nil {
+		cs.Close() // connected just as the time ran out: the kill may have come
+		err = cctx.Err()
+	}
 	if err != nil {
 		killProcessGroup(conn.pid()) // no grace for a server that failed its handshake
 		conn.endProcess()
