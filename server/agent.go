@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/mcpimport"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -27,6 +28,9 @@ type Agent struct {
 	e      *Engine
 	log    *slog.Logger
 	limits *runLimits // runs started with a session's token
+	// imports are the imported MCP servers' tool sets, in the registry;
+	// their connection loops run from startImports to stopImports.
+	imports []*mcpimport.Server
 
 	mu    sync.Mutex
 	feeds map[string]*runFeed // runs going on, by id
@@ -49,6 +53,10 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	reg.Connect(e, engineDispatcher{e})
 	reg.OnChange(func() { e.toolWatch.changed("") }) // an imported server's tools
+	imports, err := importMCPServers(reg, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	e.SetBuiltins(reg)
 	var model agentloop.Model
 	if cfg.LLMModel != "" {
@@ -65,7 +73,46 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		log:      log,
 		limits:   newRunLimits(cfg),
 		feeds:    map[string]*runFeed{},
+		imports:  imports,
 	}, nil
+}
+
+// importMCPServers adds a tool set to reg for each imported MCP server
+// (Config.MCPServers), offline until startImports connects them.
+func importMCPServers(reg *agentloop.Registry, cfg Config, log *slog.Logger) ([]*mcpimport.Server, error) {
+	var imports []*mcpimport.Server
+	for _, c := range cfg.MCPServers {
+		opts := cfg.MCPOptions
+		opts.Log = log
+		s := mcpimport.New(c, opts)
+		if err := reg.AddToolSet(s); err != nil {
+			return nil, fmt.Errorf("MCP server %s: %w", c.Name, err)
+		}
+		imports = append(imports, s)
+	}
+	return imports, nil
+}
+
+// startImports starts the imported MCP servers' connection loops. Open
+// calls it after resume: the open calls of imported tools a stopped
+// process left are not run again (their tools are not listed yet then)
+// and end timed_out at their deadline.
+func (a *Agent) startImports() {
+	for _, s := range a.imports {
+		a.log.Info("importing the tools of an MCP server", "mcp_server", s.Name())
+		s.Start()
+	}
+}
+
+// stopImports stops the connection loops, all at once (a command may take
+// its grace period to exit): sessions closed, commands' process groups
+// ended. Close calls it after the engine stopped.
+func (a *Agent) stopImports() {
+	var wg sync.WaitGroup
+	for _, s := range a.imports {
+		wg.Go(func() { s.Close() })
+	}
+	wg.Wait()
 }
 
 // resume continues the runs and built-in calls a stopped process left

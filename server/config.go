@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/mcpimport"
 )
 
 // Config is everything the gateway process can be told. Zero fields take
@@ -150,6 +151,18 @@ type Config struct {
 	// passes the public name on, or on all interfaces and reached by name,
 	// lists that name here.
 	AllowedHosts []string
+
+	// Imported MCP servers (issue 13). MCPServers are the MCP servers whose
+	// tools the gateway imports (--mcp-server NAME=TARGET, see package
+	// mcpimport): listed by GET /api/tools as NAME__tool with source
+	// {"kind": "mcp", "server": NAME}, called without a session, used by
+	// the agent loop. Names must be valid (mcpimport.NamePattern) and
+	// distinct.
+	MCPServers []mcpimport.Config
+	// MCPOptions tune the imported servers' connections (backoff, how
+	// often their tools are listed again, limits); zero fields take
+	// mcpimport's defaults, and Log is the gateway's.
+	MCPOptions mcpimport.Options
 
 	// Now, when set, replaces the wall clock for grace, time-to-live and
 	// pruning decisions (tests use it to move time without sleeping).
@@ -350,6 +363,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("tls cert %q is set without a tls key: set both to serve HTTPS, or neither", c.TLSCert))
 	case c.TLSKey != "" && c.TLSCert == "":
 		errs = append(errs, fmt.Errorf("tls key %q is set without a tls cert: set both to serve HTTPS, or neither", c.TLSKey))
+	}
+	// Imported MCP servers (issue 13).
+	if err := mcpimport.ValidateAll(c.MCPServers); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -137,6 +137,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := agent.resume(ctx); err != nil {
 		log.Error("resume agent work", "err", err)
 	}
+	// The imported MCP servers connect now, after resume (see
+	// Agent.startImports); Close stops them.
+	agent.startImports()
 	return s, nil
 }
 
@@ -247,6 +250,7 @@ func (s *Server) Close() error {
 			s.Engine.Close()
 		}
 		if s.Agent != nil {
+			s.Agent.stopImports()
 			s.Agent.wait()
 		}
 		if s.Store != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/mcpimport"
 	"github.com/toolgate/toolgate/server"
 )
 
@@ -59,6 +60,60 @@ func (f *envFlags) integer(p *int64, name, env string, def int64, usage string) 
 	f.fs.Int64Var(p, name, def, usage+" (env "+env+")")
 }
 
+// mcpServerList is the value of the repeatable --mcp-server NAME=TARGET.
+// Its environment variable holds one entry a line (blank lines skipped);
+// the first --mcp-server replaces that list, as a flag wins over its
+// variable.
+type mcpServerList struct {
+	list      []mcpimport.Config
+	fromFlags bool
+}
+
+// String implements flag.Value.
+func (l *mcpServerList) String() string {
+	if l == nil {
+		return ""
+	}
+	var names []string
+	for _, c := range l.list {
+		names = append(names, c.Name+"="+c.Target)
+	}
+	return strings.Join(names, "\n")
+}
+
+// Set implements flag.Value: one NAME=TARGET, checked.
+func (l *mcpServerList) Set(entry string) error {
+	c, err := mcpimport.ParseConfig(entry)
+	if err != nil {
+		return err
+	}
+	if !l.fromFlags {
+		l.list, l.fromFlags = nil, true
+	}
+	l.list = append(l.list, c)
+	return nil
+}
+
+// mcpServers registers the repeatable flag of the imported MCP servers,
+// its default read from env, one entry a line.
+func (f *envFlags) mcpServers(name, env string) *mcpServerList {
+	l := &mcpServerList{}
+	if v, ok := os.LookupEnv(env); ok {
+		for i, line := range strings.Split(v, "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			c, err := mcpimport.ParseConfig(line)
+			if err != nil && f.err == nil {
+				f.err = fmt.Errorf("%s line %d: %v", env, i+1, err)
+			}
+			l.list = append(l.list, c)
+		}
+	}
+	f.fs.Var(l, name, "import the tools of an MCP server as `NAME=TARGET`, named NAME__tool; TARGET is an http(s):// URL (Streamable HTTP) or a command line run with /bin/sh and spoken to over stdio; repeatable; in the variable, one entry a line (env "+env+")")
+	return l
+}
+
 // serveFlags parses the serve command's flags into a server.Config.
 func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg := server.DefaultConfig()
@@ -104,6 +159,8 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.integer(&maxStreamsPerSession, "max-streams-per-session", "TOOLGATE_MAX_STREAMS_PER_SESSION", int64(cfg.MaxStreamsPerSession), "streams and held polls one session may hold at once; a newer one replaces the oldest")
 	f.integer(&maxConnections, "max-connections", "TOOLGATE_MAX_CONNECTIONS", int64(cfg.MaxConnections), "connections served at once, more wait to be accepted; 0 derives it from the file-descriptor limit")
 	f.duration(&cfg.BodyReadTimeout, "body-read-timeout", "TOOLGATE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout, "how long a client may take to send a request's headers, and then its body")
+	// Imported MCP servers (issue 13).
+	mcpServers := f.mcpServers("mcp-server", "TOOLGATE_MCP_SERVERS")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -119,6 +176,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg.MaxMetadataBytes = int(maxMetadata)
 	abuseLimits.apply(&cfg)
 	cfg.MaxStreamsPerSession, cfg.MaxConnections = int(maxStreamsPerSession), int(maxConnections)
+	cfg.MCPServers = mcpServers.list
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)

@@ -75,6 +75,14 @@ say "Go SDK behind an idle-cutting nginx"
 nginx_bin="${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}"
 (cd "$root" && NGINX_BIN="$nginx_bin" go test -count=1 -run '^TestBehindIdleCuttingProxy$' ./mobile)
 
+# Importing an MCP server: the official reference server
+# (@modelcontextprotocol/server-everything, from node_modules) over stdio,
+# through the gateway and its agent loop (server/mcpimport_*_test.go skip
+# without TOOLGATE_MCP_EVERYTHING, so `make test` needs no Node packages).
+say "importing @modelcontextprotocol/server-everything over stdio"
+(cd "$root" && TOOLGATE_MCP_EVERYTHING="$root/web/e2e/node_modules/.bin/mcp-server-everything" \
+  go test -count=1 -run '^TestMCPImport.*Everything$' -v ./server)
+
 for shot in page-with-console page-behind-buffering-nginx page-phone; do
   if ! [ -s "$artifacts/$shot.png" ]; then
     echo "run.sh: the screenshot $artifacts/$shot.png was not written" >&2

@@ -1,0 +1,109 @@
+// Package mcpimport makes toolgate an MCP client: it imports the tools of
+// the MCP servers the gateway is started with (--mcp-server NAME=TARGET)
+// into the agent loop's registry, as tool sets (agentloop.ToolSet) whose
+// tools are called without a session, stored and shown in the history like
+// every call.
+//
+// One Server per configured server keeps one connection to it, through
+// the official Go SDK (github.com/modelcontextprotocol/go-sdk): a TARGET
+// that starts with http:// or https:// is spoken to over Streamable HTTP
+// (mcp.StreamableClientTransport); anything else is a command line, run
+// as /bin/sh -c TARGET in a process group of its own and spoken to over
+// its stdin and stdout (mcp.CommandTransport); its stderr goes to the
+// gateway's log, a line at a time.
+//
+// The connection loop connects, lists the server's tools (every page, at
+// most Options.MaxTools), lists them again when the server says they
+// changed (notifications/tools/list_changed) and every
+// Options.CheckInterval (which also tells whether the server still
+// answers), and, when the connection ends or the server stops answering,
+// marks the set offline, ends the process group of a command, and
+// connects again after an exponential backoff (Options.MinBackoff doubling
+// to Options.MaxBackoff, back to the minimum after a connection that
+// lasted MaxBackoff), until Close. While offline the tools stay listed,
+// and a call to one fails at once with TOOL_OFFLINE (Tool.Unavailable).
+//
+// A tool of the server named "search" is the gateway's NAME__search.
+// Characters outside [A-Za-z0-9_-] (an MCP name may hold '.') become '_';
+// a tool whose full name would be longer than 64 characters, or would be
+// the same as another's after that mapping, is skipped with a warning in
+// the log, as is a tool whose description or input schema the gateway
+// refuses (toolgate.CheckToolSpec). The server is called with the tool's
+// own name.
+package mcpimport
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// NamePattern is the shape of a server's NAME: lowercase letters, digits
+// and hyphens, at most 32 characters, with no underscore, so that
+// NAME__tool splits at its first "__" and no set's prefix is another's.
+var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// Config is one MCP server to import: its NAME and its TARGET (a
+// Streamable HTTP URL, or a command line spoken to over stdio).
+type Config struct {
+	Name   string
+	Target string
+}
+
+// ParseConfig reads "NAME=TARGET" (spaces around either are trimmed) and
+// checks it (Config.Validate).
+func ParseConfig(entry string) (Config, error) {
+	name, target, ok := strings.Cut(entry, "=")
+	if !ok {
+		return Config{}, fmt.Errorf("MCP server %q: want NAME=TARGET, e.g. files=http://localhost:3001/mcp or everything=npx -y @modelcontextprotocol/server-everything", entry)
+	}
+	c := Config{Name: strings.TrimSpace(name), Target: strings.TrimSpace(target)}
+	return c, c.Validate()
+}
+
+// IsHTTP reports whether the server is reached over Streamable HTTP (its
+// TARGET is an http:// or https:// URL) rather than started as a command.
+func (c Config) IsHTTP() bool {
+	t := strings.ToLower(c.Target)
+	return strings.HasPrefix(t, "http://") || strings.HasPrefix(t, "https://")
+}
+
+// Validate checks the name's shape and that the target is a URL with a
+// host, or a command line that is not blank.
+func (c Config) Validate() error {
+	if !NamePattern.MatchString(c.Name) {
+		return fmt.Errorf("MCP server name %q must match %s (lowercase letters, digits and hyphens, no underscore: its tools are named NAME__tool)", c.Name, NamePattern)
+	}
+	if strings.TrimSpace(c.Target) == "" {
+		return fmt.Errorf("MCP server %s: the target is empty; give an http(s):// URL or a command line", c.Name)
+	}
+	if strings.ContainsRune(c.Target, '\n') || strings.ContainsRune(c.Target, 0) {
+		return fmt.Errorf("MCP server %s: the target must be one line", c.Name)
+	}
+	if c.IsHTTP() {
+		u, err := url.Parse(c.Target)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("MCP server %s: %q is not a valid URL", c.Name, c.Target)
+		}
+	}
+	return nil
+}
+
+// ValidateAll checks every server and that no name is given twice.
+func ValidateAll(servers []Config) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range servers {
+		if err := c.Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if seen[c.Name] {
+			errs = append(errs, fmt.Errorf("MCP server name %q is given twice", c.Name))
+		}
+		seen[c.Name] = true
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,275 @@
+package mcpimport
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/agentloop"
+)
+
+// Options tune a Server; zero fields take the defaults named.
+type Options struct {
+	// Log receives the connection's ups and downs, the tools skipped, and
+	// the command's stderr; nil discards.
+	Log *slog.Logger
+	// MinBackoff (250ms) is the wait before the first new attempt after
+	// the connection ended; it doubles at each failed attempt up to
+	// MaxBackoff (30s), and starts again at MinBackoff after a connection
+	// that lasted MaxBackoff.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// CheckInterval (15s) is how often a connected server's tools are
+	// listed again, which also tells whether it still answers.
+	CheckInterval time.Duration
+	// ConnectTimeout (60s) bounds starting a command or reaching a URL,
+	// and the protocol's handshake (npx may download its package first).
+	ConnectTimeout time.Duration
+	// RequestTimeout (20s) bounds each listing of the tools.
+	RequestTimeout time.Duration
+	// StopGrace (2s) is how long a command has to exit once its stdin is
+	// closed, and again after SIGTERM, before it is killed.
+	StopGrace time.Duration
+	// MaxTools (1000) is the most tools taken from one server; more are
+	// left out with a warning.
+	MaxTools int
+	// MaxResultBytes (1 MiB) bounds a call's output as JSON; a larger
+	// result fails the call with PAYLOAD_TOO_LARGE.
+	MaxResultBytes int
+	// HTTPClient reaches a Streamable HTTP server; nil uses a client of
+	// the Server's own (whose idle connections Close drops), with no
+	// overall timeout (streams are long-lived).
+	HTTPClient *http.Client
+}
+
+func (o Options) withDefaults() Options {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	setDur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setDur(&o.MinBackoff, 250*time.Millisecond)
+	setDur(&o.MaxBackoff, 30*time.Second)
+	setDur(&o.CheckInterval, 15*time.Second)
+	setDur(&o.ConnectTimeout, 60*time.Second)
+	setDur(&o.RequestTimeout, 20*time.Second)
+	setDur(&o.StopGrace, 2*time.Second)
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = o.MinBackoff
+	}
+	if o.MaxTools <= 0 {
+		o.MaxTools = 1000
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = 1 << 20
+	}
+	return o
+}
+
+// Server is one imported MCP server: the connection to it, kept by a loop
+// that Start starts and Close stops, and its tools, an agentloop.ToolSet.
+type Server struct {
+	cfg    Config
+	opts   Options
+	log    *slog.Logger
+	client *mcp.Client
+
+	// Signals to the connection loop, coalesced (capacity 1).
+	relist chan struct{} // the server said its tools changed
+	check  chan struct{} // a call failed as if the server were gone
+
+	progress progressRoutes // the calls in flight, by progress token
+
+	// leftOut are the tools of the last listing the gateway could not
+	// take, with why; only the connection loop touches it.
+	leftOut map[string]string
+	// ownHTTP is the transport of the HTTP client New made (nil when
+	// Options.HTTPClient was given); Close drops its idle connections.
+	ownHTTP *http.Transport
+
+	mu       sync.Mutex
+	tools    []agentloop.Tool   // sorted by name; kept while offline
+	session  *mcp.ClientSession // nil while offline
+	downWhy  string             // why it is offline, for TOOL_OFFLINE
+	watchers []func()
+	started  bool
+	stopped  bool
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the loop has ended
+}
+
+// New returns the Server of cfg, offline until Start connects it. cfg
+// must be valid (Config.Validate).
+func New(cfg Config, opts Options) *Server {
+	opts = opts.withDefaults()
+	s := &Server{
+		cfg:     cfg,
+		opts:    opts,
+		log:     opts.Log.With("mcp_server", cfg.Name),
+		relist:  make(chan struct{}, 1),
+		check:   make(chan struct{}, 1),
+		downWhy: "not connected yet",
+		done:    make(chan struct{}),
+	}
+	if s.opts.HTTPClient == nil {
+		s.ownHTTP = http.DefaultTransport.(*http.Transport).Clone()
+		s.opts.HTTPClient = &http.Client{Transport: s.ownHTTP}
+	}
+	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(s.relist) },
+		ProgressNotificationHandler: s.progressNotified,
+	})
+	return s
+}
+
+// Name is the server's NAME.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// Start starts the connection loop (once).
+func (s *Server) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.stopped {
+		return
+	}
+	s.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.run(ctx)
+}
+
+// Close stops the connection loop and waits for it: the session is
+// closed, and a command's process group ended. The tools stay listed,
+// offline. Close may be called more than once, and without Start.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	started, already := s.started, s.stopped
+	s.stopped = true
+	cancel := s.cancel
+	s.mu.Unlock()
+	if already {
+		return nil
+	}
+	if started {
+		cancel()
+		<-s.done
+	}
+	if s.ownHTTP != nil {
+		s.ownHTTP.CloseIdleConnections()
+	}
+	s.setOffline("the gateway is shutting down")
+	return nil
+}
+
+// Prefix implements agentloop.ToolSet: "NAME__".
+func (s *Server) Prefix() string { return s.cfg.Name + "__" }
+
+// Source implements agentloop.ToolSet: {kind: mcp, server: NAME}.
+func (s *Server) Source() toolgate.ToolSource {
+	return toolgate.ToolSource{Kind: toolgate.SourceMCP, Server: s.cfg.Name}
+}
+
+// Tools implements agentloop.ToolSet: the last list the server gave,
+// sorted by name, also while it is offline.
+func (s *Server) Tools() []agentloop.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]agentloop.Tool(nil), s.tools...)
+}
+
+// Online implements agentloop.ToolSet.
+func (s *Server) Online() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session != nil
+}
+
+// Watch implements agentloop.ToolSet.
+func (s *Server) Watch(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers = append(s.watchers, fn)
+}
+
+// offlineError is the TOOL_OFFLINE error a call of one of the tools gets
+// while the server is down; nil while it is up.
+func (s *Server) offlineError(tool string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		return nil
+	}
+	return s.offlineErrorLocked(tool)
+}
+
+func (s *Server) offlineErrorLocked(tool string) error {
+	return toolgate.Errorf(toolgate.EToolOffline,
+		"%s cannot be called now: the MCP server %s is offline (%s); the gateway reconnects it and its tools come back by themselves",
+		tool, s.cfg.Name, s.downWhy).WithDetails(map[string]any{"server": s.cfg.Name})
+}
+
+// currentSession returns the session calls go through, or the
+// TOOL_OFFLINE error.
+func (s *Server) currentSession(tool string) (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session == nil {
+		return nil, s.offlineErrorLocked(tool)
+	}
+	return s.session, nil
+}
+
+// setOnline records a new tool list (and the session it came from) and
+// tells the watchers when anything changed.
+func (s *Server) setOnline(cs *mcp.ClientSession, tools []agentloop.Tool) {
+	s.mu.Lock()
+	changed := s.session == nil || !sameTools(s.tools, tools)
+	wasOffline := s.session == nil
+	s.session, s.tools = cs, tools
+	watchers := append([]func(){}, s.watchers...)
+	s.mu.Unlock()
+	if wasOffline {
+		s.log.Info("MCP server online", "tools", len(tools))
+	}
+	if changed {
+		for _, fn := range watchers {
+			fn()
+		}
+	}
+}
+
+// setOffline marks the server down, its tools kept, and tells the
+// watchers when it was up.
+func (s *Server) setOffline(why string) {
+	s.mu.Lock()
+	wasOnline := s.session != nil
+	s.session, s.downWhy = nil, why
+	watchers := append([]func(){}, s.watchers...)
+	s.mu.Unlock()
+	if wasOnline {
+		for _, fn := range watchers {
+			fn()
+		}
+	}
+}
+
+// signal wakes whoever reads ch, without blocking: one pending signal
+// stands for any number.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// String names the server in messages.
+func (s *Server) String() string { return fmt.Sprintf("MCP server %s (%s)", s.cfg.Name, s.cfg.Target) }

@@ -1,0 +1,170 @@
+//go:build unix
+
+package mcpimport_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testwait"
+	"github.com/toolgate/toolgate/mcpimport"
+)
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// stdioServerCommand is the command line that starts this test binary as
+// an MCP server over stdio, after the shell commands before.
+func stdioServerCommand(t *testing.T, before string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return before + stdioServerEnv + "=1 exec " + shellQuote(exe) + " -test.run=^$"
+}
+
+// serverPID asks the server for its process id.
+func serverPID(t *testing.T, s *mcpimport.Server) int {
+	t.Helper()
+	out, err := call(t, s, s.Name()+"__pid", `{}`)
+	if err != nil {
+		t.Fatalf("pid: %v", err)
+	}
+	var res struct{ PID int }
+	if err := json.Unmarshal(out, &res); err != nil || res.PID == 0 {
+		t.Fatalf("pid output %s: %v", out, err)
+	}
+	return res.PID
+}
+
+// processGone reports whether pid has ended (or is a zombie waiting for a
+// parent that is not this process to reap it).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the command name in parentheses.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+// TestStdioImport: the test binary as a stdio server: listed and called,
+// its stderr in the log; killed with SIGKILL, its tools go offline (calls
+// fail at once with TOOL_OFFLINE) and it is started again; at Close its
+// whole process group ends.
+func TestStdioImport(t *testing.T) {
+	dir := t.TempDir()
+	bgFile := filepath.Join(dir, "background.pid")
+	// A process the command leaves in the background, which must end with
+	// the server's process group.
+	target := stdioServerCommand(t, "sleep 600 & echo $! > "+shellQuote(bgFile)+"; ")
+	var log logBuffer
+	opts := fastOptions(log.logger())
+	opts.MinBackoff = 500 * time.Millisecond // long enough to see it offline
+	s := startImport(t, mcpimport.Config{Name: "local", Target: target}, opts)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(log.String())
+		}
+	})
+
+	if got := toolNames(s); !slices.Contains(got, "local__echo") || !slices.Contains(got, "local__slow") {
+		t.Fatalf("tools %v", got)
+	}
+	wantOutput(t, s, "local__echo", `{"text":"over stdio"}`, `"echo: over stdio"`)
+	testwait.Until(t, 5*time.Second, "the server's stderr in the log", func() bool {
+		return strings.Contains(log.String(), `msg="MCP server stderr" mcp_server=local line="test MCP server ready on stdio"`)
+	})
+
+	first := serverPID(t, s)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 5*time.Second, "local offline", func() bool { return !s.Online() })
+	started := time.Now()
+	_, err := call(t, s, "local__echo", `{"text":"x"}`)
+	wantCode(t, err, toolgate.EToolOffline)
+	if d := time.Since(started); d > 200*time.Millisecond {
+		t.Errorf("an offline call took %s", d)
+	}
+	testwait.Until(t, 10*time.Second, "local started again", s.Online)
+	second := serverPID(t, s)
+	if second == first {
+		t.Fatalf("the same process %d after a kill", first)
+	}
+	wantOutput(t, s, "local__echo", `{"text":"again"}`, `"echo: again"`)
+
+	raw, err := os.ReadFile(bgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	background, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s.Online() {
+		t.Error("online after Close")
+	}
+	testwait.Until(t, 5*time.Second, "the server process ended", func() bool { return processGone(second) })
+	testwait.Until(t, 5*time.Second, "the background process of its group ended", func() bool { return processGone(background) })
+}
+
+// TestStdioCommandFails: a command that exits at once (or is not there)
+// stays offline, is tried again with backoff, and says why in the log.
+func TestStdioCommandFails(t *testing.T) {
+	var log logBuffer
+	s := mcpimport.New(mcpimport.Config{Name: "broken", Target: "echo starting >&2; exit 3"}, fastOptions(log.logger()))
+	s.Start()
+	testwait.Until(t, 5*time.Second, "two failed attempts", func() bool {
+		return strings.Count(log.String(), "MCP server unreachable") >= 2
+	})
+	if s.Online() {
+		t.Fatal("online")
+	}
+	s.Close()
+	if !strings.Contains(log.String(), `line=starting`) {
+		t.Errorf("the command's stderr is not in the log:\n%s", log.String())
+	}
+}
+
+// TestStdioHandshakeTimeout: a command that never answers the handshake
+// is given up on after ConnectTimeout, its process ended, and tried
+// again later.
+func TestStdioHandshakeTimeout(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	var log logBuffer
+	opts := fastOptions(log.logger())
+	opts.ConnectTimeout, opts.MinBackoff = 200*time.Millisecond, time.Minute
+	s := mcpimport.New(mcpimport.Config{Name: "mute", Target: "echo $$ > " + shellQuote(pidFile) + "; exec sleep 600"}, opts)
+	s.Start()
+	defer s.Close()
+	testwait.Until(t, 5*time.Second, "the handshake given up on", func() bool {
+		return strings.Contains(log.String(), "MCP server unreachable")
+	})
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 5*time.Second, "the mute command ended", func() bool { return processGone(pid) })
+	if s.Online() {
+		t.Fatal("online")
+	}
+}

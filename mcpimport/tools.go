@@ -1,0 +1,148 @@
+package mcpimport
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/agentloop"
+)
+
+// maxToolName is the longest tool name the gateway takes (NAME__tool
+// included), as toolgate.ToolNamePattern says.
+const maxToolName = 64
+
+// tool is one tool of an imported server, as the registry sees it.
+type tool struct {
+	srv         *Server
+	name        string // NAME__tool, as the gateway and the model call it
+	remote      string // the server's own name for it
+	description string
+	parameters  json.RawMessage
+	readOnly    bool
+}
+
+var (
+	_ agentloop.Tool         = (*tool)(nil)
+	_ agentloop.Availability = (*tool)(nil)
+	_ agentloop.ReadOnlyer   = (*tool)(nil)
+)
+
+// Name implements agentloop.Tool.
+func (t *tool) Name() string { return t.name }
+
+// Description implements agentloop.Tool.
+func (t *tool) Description() string { return t.description }
+
+// Parameters implements agentloop.Tool.
+func (t *tool) Parameters() json.RawMessage { return t.parameters }
+
+// ReadOnly implements agentloop.ReadOnlyer: the server's readOnlyHint.
+func (t *tool) ReadOnly() bool { return t.readOnly }
+
+// Unavailable implements agentloop.Availability: TOOL_OFFLINE while the
+// server is down.
+func (t *tool) Unavailable() error { return t.srv.offlineError(t.name) }
+
+// convertTools turns the server's list into the gateway's tools, sorted
+// by name, leaving out those the gateway cannot take, with a warning the
+// first time (not at every listing).
+func (s *Server) convertTools(listed []*mcp.Tool) []agentloop.Tool {
+	out := make([]agentloop.Tool, 0, len(listed))
+	taken := map[string]string{} // gateway name -> remote name
+	warned := s.leftOut
+	s.leftOut = map[string]string{}
+	for _, mt := range listed {
+		t, err := s.convertTool(mt)
+		if err == nil {
+			if other, dup := taken[t.name]; dup {
+				err = fmt.Errorf("its name becomes %s, as %q's does", t.name, other)
+			}
+		}
+		if err != nil {
+			why := err.Error()
+			if warned[mt.Name] != why {
+				s.log.Warn("MCP tool left out", "tool", mt.Name, "why", why)
+			}
+			s.leftOut[mt.Name] = why
+			continue
+		}
+		taken[t.name] = mt.Name
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b agentloop.Tool) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
+}
+
+// convertTool maps one MCP tool: its name (characters outside
+// [A-Za-z0-9_-] become '_'), a description (its title, or a sentence
+// naming it, when it has none; cut to the gateway's limit), its input
+// schema, and its readOnlyHint. The result passes toolgate.CheckToolSpec.
+func (s *Server) convertTool(mt *mcp.Tool) (*tool, error) {
+	if mt.Name == "" {
+		return nil, fmt.Errorf("it has no name")
+	}
+	name := s.Prefix() + gatewayToolName(mt.Name)
+	if len(name) > maxToolName {
+		return nil, fmt.Errorf("%s is longer than %d characters", name, maxToolName)
+	}
+	description := strings.TrimSpace(mt.Description)
+	if description == "" {
+		description = strings.TrimSpace(mt.Title)
+	}
+	if description == "" {
+		description = fmt.Sprintf("The tool %s of the MCP server %s.", mt.Name, s.cfg.Name)
+	}
+	if r := []rune(description); len(r) > toolgate.MaxDescriptionLength {
+		description = string(r[:toolgate.MaxDescriptionLength-1]) + "…"
+	}
+	params := json.RawMessage(`{"type":"object"}`)
+	if mt.InputSchema != nil {
+		raw, err := json.Marshal(mt.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("its input schema: %v", err)
+		}
+		if !bytes.Equal(raw, []byte("null")) {
+			params = raw
+		}
+	}
+	t := &tool{srv: s, name: name, remote: mt.Name, description: description, parameters: params}
+	if mt.Annotations != nil {
+		t.readOnly = mt.Annotations.ReadOnlyHint
+	}
+	if err := toolgate.CheckToolSpec(agentloop.Spec(t), toolgate.ToolSpecChecks{}); err != nil {
+		return nil, fmt.Errorf("the gateway refuses it: %s", toolgate.ErrorMessage(err))
+	}
+	return t, nil
+}
+
+// gatewayToolName replaces the characters a gateway tool name cannot hold.
+func gatewayToolName(remote string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, remote)
+}
+
+// sameTools reports whether two lists describe the same tools.
+func sameTools(a, b []agentloop.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i].(*tool), b[i].(*tool)
+		if x.name != y.name || x.remote != y.remote || x.description != y.description ||
+			x.readOnly != y.readOnly || !bytes.Equal(x.parameters, y.parameters) {
+			return false
+		}
+	}
+	return true
+}

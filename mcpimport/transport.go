@@ -1,0 +1,125 @@
+package mcpimport
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// connection is one session with the server and, for a command, the
+// process it runs in.
+type connection struct {
+	session *mcp.ClientSession
+	cmd     *exec.Cmd         // nil over HTTP
+	stdio   *trackedTransport // nil over HTTP
+	stderr  *stderrLogger     // nil over HTTP
+	grace   time.Duration     // StopGrace
+}
+
+// trackedTransport keeps the connection its transport made, so that the
+// process behind it is ended (and waited for) even when the handshake
+// fails after the command started.
+type trackedTransport struct {
+	mcp.Transport
+	cmd  *exec.Cmd
+	conn mcp.Connection
+	pid  atomic.Int64 // the command's, once started
+}
+
+// Connect implements mcp.Transport.
+func (t *trackedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	t.conn = c
+	if t.cmd.Process != nil {
+		t.pid.Store(int64(t.cmd.Process.Pid))
+	}
+	return c, err
+}
+
+// connect opens a session: over Streamable HTTP for a URL, else by
+// starting the command and speaking to it over stdio. Connecting (the
+// protocol's handshake included) is bounded by ConnectTimeout.
+func (s *Server) connect(ctx context.Context) (*connection, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	conn := &connection{}
+	var transport mcp.Transport
+	if s.cfg.IsHTTP() {
+		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.Target, HTTPClient: s.opts.HTTPClient}
+	} else {
+		conn.stderr = newStderrLogger(s.log)
+		conn.cmd = shellCommand(s.cfg.Target)
+		conn.cmd.Stderr = conn.stderr
+		// Wait gives up on the stderr pipe this long after the process
+		// exited (a grandchild may hold it open).
+		conn.cmd.WaitDelay = s.opts.StopGrace
+		conn.grace = s.opts.StopGrace
+		// The transport's own SIGTERM (to the shell alone) comes no
+		// earlier than close's SIGKILL, which the whole process group gets.
+		conn.stdio = &trackedTransport{Transport: &mcp.CommandTransport{Command: conn.cmd, TerminateDuration: 2 * s.opts.StopGrace}, cmd: conn.cmd}
+		transport = conn.stdio
+		// A command that has not answered in time, or that the gateway
+		// stops waiting for, is killed at once, not given the grace of
+		// a clean close.
+		giveUp := context.AfterFunc(cctx, func() { killProcessGroup(int(conn.stdio.pid.Load())) })
+		defer giveUp()
+	}
+	cs, err := s.client.Connect(cctx, transport, nil)
+	if err == nil && conn.stdio != nil && cctx.Err() != nil {
+		cs.Close() // connected just as the time ran out: the kill may have come
+		err = cctx.Err()
+	}
+	if err != nil {
+		killProcessGroup(conn.pid()) // no grace for a server that failed its handshake
+		conn.endProcess()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	conn.session = cs
+	return conn, nil
+}
+
+// close ends the session. Over stdio, the command's stdin is closed; it
+// gets StopGrace to exit, then its process group gets SIGTERM, and
+// StopGrace later SIGKILL; once it has been waited for, whatever is left
+// of its process group is killed.
+func (c *connection) close() {
+	if pid := c.pid(); pid > 0 {
+		term := time.AfterFunc(c.grace, func() { terminateProcessGroup(pid) })
+		kill := time.AfterFunc(2*c.grace, func() { killProcessGroup(pid) })
+		defer term.Stop()
+		defer kill.Stop()
+	}
+	if c.session != nil {
+		c.session.Close()
+	}
+	c.endProcess()
+}
+
+// endProcess makes sure the command has ended and been waited for (closing
+// its connection is idempotent), kills what is left of its process group,
+// and logs the rest of its stderr.
+func (c *connection) endProcess() {
+	if c.stdio == nil {
+		return
+	}
+	if c.stdio.conn != nil {
+		c.stdio.conn.Close()
+	}
+	killProcessGroup(c.pid())
+	c.stderr.flush()
+}
+
+// pid is the command's process id, 0 before it started.
+func (c *connection) pid() int {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
