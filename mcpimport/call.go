@@ -55,6 +55,10 @@ func (t *tool) Execute(ctx context.Context, args json.RawMessage) (agentloop.Res
 			return agentloop.Result{}, ctx.Err()
 		}
 		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == codeMessageTooLarge && bytes.Equal(werr.Data, t.srv.tooLargeMark) {
+			return agentloop.Result{}, toolgate.Errorf(toolgate.EPayloadTooLarge, "the MCP tool's result is over %d bytes as sent by the MCP server %s; the gateway reads at most that of one message, and takes at most %d bytes of JSON as a result",
+				t.srv.messageBound, t.srv.cfg.Name, t.srv.opts.MaxResultBytes).WithDetails(map[string]any{"server": t.srv.cfg.Name})
+		}
 		if answered(err) && errors.As(err, &werr) {
 			return agentloop.Result{}, toolgate.Errorf(CodeMCPError, "the MCP server %s refused the call: %s", t.srv.cfg.Name, cut(werr.Message, maxErrorMessage)).
 				WithDetails(map[string]any{"server": t.srv.cfg.Name, "mcp_code": werr.Code})

@@ -2,6 +2,7 @@ package mcpimport
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -40,7 +41,10 @@ type Options struct {
 	// left out with a warning.
 	MaxTools int
 	// MaxResultBytes (1 MiB) bounds a call's output as JSON; a larger
-	// result fails the call with PAYLOAD_TOO_LARGE.
+	// result fails the call with PAYLOAD_TOO_LARGE. Of a Streamable HTTP
+	// server, the gateway reads no more than 4 times this of one message
+	// (a response, or an event of a stream): past it the call fails
+	// PAYLOAD_TOO_LARGE without the rest being read.
 	MaxResultBytes int
 	// HTTPClient reaches a Streamable HTTP server; nil uses a client of
 	// the Server's own (whose idle connections Close drops), with no
@@ -92,6 +96,12 @@ type Server struct {
 	// leftOut are the tools of the last listing the gateway could not
 	// take, with why; only the connection loop touches it.
 	leftOut map[string]string
+	// httpClient reaches a Streamable HTTP server: Options.HTTPClient
+	// with its messages bounded (boundedTransport) at messageBound;
+	// tooLargeMark marks the errors that stand for a response over it.
+	httpClient   *http.Client
+	messageBound int
+	tooLargeMark json.RawMessage
 	// ownHTTP is the transport of the HTTP client New made (nil when
 	// Options.HTTPClient was given); Close drops its idle connections.
 	ownHTTP *http.Transport
@@ -124,6 +134,8 @@ func New(cfg Config, opts Options) *Server {
 		s.ownHTTP = http.DefaultTransport.(*http.Transport).Clone()
 		s.opts.HTTPClient = &http.Client{Transport: s.ownHTTP}
 	}
+	s.messageBound = messageBoundFactor * s.opts.MaxResultBytes
+	s.httpClient, s.tooLargeMark = newBoundedClient(s.opts.HTTPClient, s.messageBound, s.log)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(s.relist) },
 		ProgressNotificationHandler: s.progressNotified,
