@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mcpimport"
@@ -166,5 +168,34 @@ func TestStdioHandshakeTimeout(t *testing.T) {
 	testwait.Until(t, 5*time.Second, "the mute command ended", func() bool { return processGone(pid) })
 	if s.Online() {
 		t.Fatal("online")
+	}
+}
+
+// TestStdioResultOverLineLimit: a stdio server's result over the SDK's
+// line limit (16 MiB) fails the call PAYLOAD_TOO_LARGE, saying that the
+// server is restarted; it is, and its tools work again.
+func TestStdioResultOverLineLimit(t *testing.T) {
+	var log logBuffer
+	s := startImport(t, mcpimport.Config{Name: "local", Target: stdioServerCommand(t, "")}, fastOptions(log.logger()))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(log.String())
+		}
+	})
+	first := serverPID(t, s)
+	_, err := call(t, s, "local__big", `{"bytes":"`+strconv.Itoa(mcp.DefaultMaxLineLength+1)+`"}`)
+	te := wantCode(t, err, toolgate.EPayloadTooLarge)
+	if !strings.Contains(te.Message, "restarts the server") {
+		t.Errorf("message %q does not say the server is restarted", te.Message)
+	}
+	testwait.Until(t, 10*time.Second, "local started again", func() bool {
+		if !s.Online() {
+			return false
+		}
+		out, err := call(t, s, "local__echo", `{"text":"again"}`)
+		return err == nil && string(out) == `"echo: again"`
+	})
+	if serverPID(t, s) == first {
+		t.Error("the same process after a line over the limit")
 	}
 }
