@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
@@ -93,6 +94,8 @@ type Server struct {
 
 	progress progressRoutes // the calls in flight, by progress token
 
+	stderrLimit *rate.Limiter // of a command's stderr lines in the log
+
 	// leftOut are the tools of the last listing the gateway could not
 	// take, with why; only the connection loop touches it.
 	leftOut map[string]string
@@ -129,6 +132,8 @@ func New(cfg Config, opts Options) *Server {
 		check:   make(chan struct{}, 1),
 		downWhy: "not connected yet",
 		done:    make(chan struct{}),
+
+		stderrLimit: newStderrLimit(),
 	}
 	if s.opts.HTTPClient == nil {
 		s.ownHTTP = http.DefaultTransport.(*http.Transport).Clone()
