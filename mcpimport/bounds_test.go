@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -65,6 +66,7 @@ func TestHTTPResultBounded(t *testing.T) {
 			counter := &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
 			opts := fastOptions(log.logger())
 			opts.MaxResultBytes = maxResult
+			opts.CheckInterval = time.Hour // no listing read during the call
 			opts.HTTPClient = &http.Client{Transport: counter}
 			s := startImport(t, mcpimport.Config{Name: "files", Target: h.URL()}, opts)
 
