@@ -17,7 +17,9 @@ import (
 
 // The call error codes of an imported tool, besides TOOL_OFFLINE (the
 // server went away during the call) and PAYLOAD_TOO_LARGE (its result is
-// over Options.MaxResultBytes).
+// over Options.MaxResultBytes, or a message of the server over what the
+// gateway reads of one: 4 × MaxResultBytes over HTTP, the SDK's 16 MiB
+// line over stdio, which also ends the connection).
 const (
 	// CodeToolError: the tool ran and reported a failure (isError); the
 	// message is its text, the details its content.
@@ -26,6 +28,12 @@ const (
 	// unknown tool, arguments it rejects…); the details carry its code.
 	CodeMCPError = "MCP_ERROR"
 )
+
+// frameTooLargeText is the text of the SDK's error (unexported) when a
+// stdio server sends a line over mcp.DefaultMaxLineLength: the SDK cannot
+// skip it, and the connection is over. TestStdioResultOverLineLimit pins
+// it.
+const frameTooLargeText = "exceeded the configured maximum line length"
 
 // maxErrorMessage bounds the message of a TOOL_ERROR or MCP_ERROR, in
 // characters.
@@ -55,11 +63,19 @@ func (t *tool) Execute(ctx context.Context, args json.RawMessage) (agentloop.Res
 			return agentloop.Result{}, ctx.Err()
 		}
 		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == codeMessageTooLarge && bytes.Equal(werr.Data, t.srv.tooLargeMark) {
+			return agentloop.Result{}, toolgate.Errorf(toolgate.EPayloadTooLarge, "the MCP tool's result is over %d bytes as sent by the MCP server %s; the gateway reads at most that of one message, and takes at most %d bytes of JSON as a result",
+				t.srv.messageBound, t.srv.cfg.Name, t.srv.opts.MaxResultBytes).WithDetails(map[string]any{"server": t.srv.cfg.Name})
+		}
 		if answered(err) && errors.As(err, &werr) {
 			return agentloop.Result{}, toolgate.Errorf(CodeMCPError, "the MCP server %s refused the call: %s", t.srv.cfg.Name, cut(werr.Message, maxErrorMessage)).
 				WithDetails(map[string]any{"server": t.srv.cfg.Name, "mcp_code": werr.Code})
 		}
 		signal(t.srv.check) // the server may be gone: the loop looks now
+		if strings.Contains(err.Error(), frameTooLargeText) {
+			return agentloop.Result{}, toolgate.Errorf(toolgate.EPayloadTooLarge, "the MCP server %s sent a message over %d bytes, the most the stdio transport reads of one (this call's result, or another message sent during it); a line that long cannot be skipped, so the gateway restarts the server",
+				t.srv.cfg.Name, mcp.DefaultMaxLineLength).WithDetails(map[string]any{"server": t.srv.cfg.Name, "restarted": true})
+		}
 		return agentloop.Result{}, toolgate.Errorf(toolgate.EToolOffline, "the MCP server %s could not be reached during the call: %v", t.srv.cfg.Name, err).
 			WithDetails(map[string]any{"server": t.srv.cfg.Name})
 	}

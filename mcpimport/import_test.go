@@ -89,7 +89,7 @@ func wantCode(t *testing.T, err error, code string) *toolgate.Error {
 
 // The tools the test server lists, as the gateway names them (the
 // too-long and too-deep ones left out, dotted.name mapped).
-var testToolNames = []string{"files__dotted_name", "files__echo", "files__fail", "files__image", "files__pid", "files__slow", "files__structured"}
+var testToolNames = []string{"files__big", "files__dotted_name", "files__echo", "files__fail", "files__image", "files__pid", "files__slow", "files__structured"}
 
 // TestHTTPImport: a Go SDK server over Streamable HTTP, in both protocol
 // revisions: its tools listed (all pages), called, its errors, progress

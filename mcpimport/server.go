@@ -2,6 +2,7 @@ package mcpimport
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
@@ -40,7 +42,10 @@ type Options struct {
 	// left out with a warning.
 	MaxTools int
 	// MaxResultBytes (1 MiB) bounds a call's output as JSON; a larger
-	// result fails the call with PAYLOAD_TOO_LARGE.
+	// result fails the call with PAYLOAD_TOO_LARGE. Of a Streamable HTTP
+	// server, the gateway reads no more than 4 times this of one message
+	// (a response, or an event of a stream): past it the call fails
+	// PAYLOAD_TOO_LARGE without the rest being read.
 	MaxResultBytes int
 	// HTTPClient reaches a Streamable HTTP server; nil uses a client of
 	// the Server's own (whose idle connections Close drops), with no
@@ -89,9 +94,17 @@ type Server struct {
 
 	progress progressRoutes // the calls in flight, by progress token
 
+	stderrLimit *rate.Limiter // of a command's stderr lines in the log
+
 	// leftOut are the tools of the last listing the gateway could not
 	// take, with why; only the connection loop touches it.
 	leftOut map[string]string
+	// httpClient reaches a Streamable HTTP server: Options.HTTPClient
+	// with its messages bounded (boundedTransport) at messageBound;
+	// tooLargeMark marks the errors that stand for a response over it.
+	httpClient   *http.Client
+	messageBound int
+	tooLargeMark json.RawMessage
 	// ownHTTP is the transport of the HTTP client New made (nil when
 	// Options.HTTPClient was given); Close drops its idle connections.
 	ownHTTP *http.Transport
@@ -119,11 +132,15 @@ func New(cfg Config, opts Options) *Server {
 		check:   make(chan struct{}, 1),
 		downWhy: "not connected yet",
 		done:    make(chan struct{}),
+
+		stderrLimit: newStderrLimit(),
 	}
 	if s.opts.HTTPClient == nil {
 		s.ownHTTP = http.DefaultTransport.(*http.Transport).Clone()
 		s.opts.HTTPClient = &http.Client{Transport: s.ownHTTP}
 	}
+	s.messageBound = messageBoundFactor * s.opts.MaxResultBytes
+	s.httpClient, s.tooLargeMark = newBoundedClient(s.opts.HTTPClient, s.messageBound, s.log)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(s.relist) },
 		ProgressNotificationHandler: s.progressNotified,

@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 )
 
 // maxStderrLine is the longest stderr line logged whole; a longer one is
@@ -13,18 +16,36 @@ import (
 // megabytes without a newline costs the gateway no more than this.
 const maxStderrLine = 2 << 10
 
+// A server's stderr lines are logged at most stderrLinesPerSecond, after a
+// burst of stderrBurst (a stack trace, a chatty start); the lines past
+// that are read and dropped, and counted in a summary entry logged before
+// the next line that is let through, or when the process ends.
+const (
+	stderrLinesPerSecond = 10
+	stderrBurst          = 100
+)
+
+// newStderrLimit is the rate limit of one server's stderr lines, shared by
+// its processes one after another (a crash loop is limited too).
+func newStderrLimit() *rate.Limiter {
+	return rate.NewLimiter(stderrLinesPerSecond, stderrBurst)
+}
+
 // stderrLogger writes a command's stderr to the gateway's log, one log
-// entry per line.
+// entry per line, within limit. Write never blocks on the log's account:
+// the pipe is always drained.
 type stderrLogger struct {
-	log *slog.Logger
+	log   *slog.Logger
+	limit *rate.Limiter
 
 	mu        sync.Mutex
 	line      []byte
 	truncated bool // the current line was cut; drop until its newline
+	dropped   int  // lines dropped since the last summary
 }
 
-func newStderrLogger(log *slog.Logger) *stderrLogger {
-	return &stderrLogger{log: log}
+func newStderrLogger(log *slog.Logger, limit *rate.Limiter) *stderrLogger {
+	return &stderrLogger{log: log, limit: limit}
 }
 
 // Write implements io.Writer.
@@ -60,7 +81,8 @@ func (w *stderrLogger) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// flush logs a last line that had no newline.
+// flush logs a last line that had no newline, and how many lines were
+// dropped since the last summary.
 func (w *stderrLogger) flush() {
 	if w == nil {
 		return
@@ -69,6 +91,15 @@ func (w *stderrLogger) flush() {
 	defer w.mu.Unlock()
 	if len(w.line) > 0 && !w.truncated {
 		w.emitLocked(false)
+	}
+	w.summaryLocked()
+}
+
+// summaryLocked logs how many lines were dropped, if any.
+func (w *stderrLogger) summaryLocked() {
+	if w.dropped > 0 {
+		w.log.Warn("MCP server stderr lines dropped", "dropped", w.dropped, "lines_per_second", stderrLinesPerSecond, "burst", stderrBurst)
+		w.dropped = 0
 	}
 }
 
@@ -81,5 +112,14 @@ func (w *stderrLogger) emitLocked(cut bool) {
 	if cut {
 		line += "…"
 	}
+	entries := 1
+	if w.dropped > 0 {
+		entries = 2 // the summary first
+	}
+	if !w.limit.AllowN(time.Now(), entries) {
+		w.dropped++
+		return
+	}
+	w.summaryLocked()
 	w.log.Info("MCP server stderr", "line", line)
 }

@@ -12,7 +12,7 @@ import (
 // last line without a newline is logged at flush.
 func TestStderrLogger(t *testing.T) {
 	var buf bytes.Buffer
-	w := newStderrLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	w := newStderrLogger(slog.New(slog.NewTextHandler(&buf, nil)), newStderrLimit())
 	for _, chunk := range []string{"first li", "ne\nsecond\r\n", "\n", strings.Repeat("x", 3*maxStderrLine), "tail of the long line\nafter", " the long one"} {
 		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
 			t.Fatalf("Write: %d, %v", n, err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mcpimport"
@@ -166,5 +168,68 @@ func TestStdioHandshakeTimeout(t *testing.T) {
 	testwait.Until(t, 5*time.Second, "the mute command ended", func() bool { return processGone(pid) })
 	if s.Online() {
 		t.Fatal("online")
+	}
+}
+
+// TestStdioResultOverLineLimit: a stdio server's result over the SDK's
+// line limit (16 MiB) fails the call PAYLOAD_TOO_LARGE, saying that the
+// server is restarted; it is, and its tools work again.
+func TestStdioResultOverLineLimit(t *testing.T) {
+	var log logBuffer
+	s := startImport(t, mcpimport.Config{Name: "local", Target: stdioServerCommand(t, "")}, fastOptions(log.logger()))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(log.String())
+		}
+	})
+	first := serverPID(t, s)
+	_, err := call(t, s, "local__big", `{"bytes":"`+strconv.Itoa(mcp.DefaultMaxLineLength+1)+`"}`)
+	te := wantCode(t, err, toolgate.EPayloadTooLarge)
+	if !strings.Contains(te.Message, "restarts the server") {
+		t.Errorf("message %q does not say the server is restarted", te.Message)
+	}
+	testwait.Until(t, 10*time.Second, "local started again", func() bool {
+		if !s.Online() {
+			return false
+		}
+		out, err := call(t, s, "local__echo", `{"text":"again"}`)
+		return err == nil && string(out) == `"echo: again"`
+	})
+	if serverPID(t, s) == first {
+		t.Error("the same process after a line over the limit")
+	}
+}
+
+// TestStdioStderrFlood: a command that writes 200,000 stderr lines is not
+// held up (its pipe is drained) and comes online, and the log gets the
+// burst and the rate (100, then 10 a second) of them, not all: the rest
+// are counted in a summary entry, logged at the latest when it ends.
+func TestStdioStderrFlood(t *testing.T) {
+	const flood = 200000
+	var log logBuffer
+	started := time.Now()
+	s := startImport(t, mcpimport.Config{Name: "chatty", Target: stdioServerCommand(t, "yes flood | head -n "+strconv.Itoa(flood)+" >&2; ")}, fastOptions(log.logger()))
+	wantOutput(t, s, "chatty__echo", `{"text":"hi"}`, `"echo: hi"`)
+	s.Close()
+	elapsed := time.Since(started)
+	logged := strings.Count(log.String(), `msg="MCP server stderr" mcp_server=chatty line=flood`)
+	if most := 100 + int(10*elapsed.Seconds()) + 1; logged > most || logged < 100 {
+		t.Fatalf("%d stderr lines logged in %s; want the burst of 100 and at most %d", logged, elapsed, most)
+	}
+	dropped := 0
+	for _, entry := range strings.Split(log.String(), "\n") {
+		if _, n, ok := strings.Cut(entry, `msg="MCP server stderr lines dropped" mcp_server=chatty dropped=`); ok {
+			count, err := strconv.Atoi(strings.Fields(n)[0])
+			if err != nil {
+				t.Fatalf("summary %q: %v", entry, err)
+			}
+			dropped += count
+		}
+	}
+	// Every line is either logged or counted (the server's own "ready"
+	// line included).
+	ready := strings.Count(log.String(), "test MCP server ready on stdio")
+	if logged+ready+dropped != flood+1 {
+		t.Errorf("%d flood lines logged + %d ready + %d counted as dropped, want %d in all", logged, ready, dropped, flood+1)
 	}
 }

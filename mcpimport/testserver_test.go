@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,18 @@ func newTestMCPServer(opts *mcp.ServerOptions, ev *serverEvents) *mcp.Server {
 			case <-ev.release:
 				return text("released"), nil
 			}
+		})
+	s.AddTool(&mcp.Tool{Name: "big", Description: "Answers with as many bytes of text as asked.", InputSchema: objectSchema("bytes")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Bytes string }
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			n, err := strconv.Atoi(args.Bytes)
+			if err != nil {
+				return nil, err
+			}
+			return text(strings.Repeat("A", n)), nil
 		})
 	// Tools the gateway leaves out: a name too long for NAME__tool, and a
 	// schema nested past the gateway's depth limit.

@@ -49,9 +49,11 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 	conn := &connection{}
 	var transport mcp.Transport
 	if s.cfg.IsHTTP() {
-		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.Target, HTTPClient: s.opts.HTTPClient}
+		// The client's transport bounds each message at messageBound; the
+		// SDK's own bound on an event is a backstop it never reaches.
+		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.Target, HTTPClient: s.httpClient, MaxEventSize: 2 * s.messageBound}
 	} else {
-		conn.stderr = newStderrLogger(s.log)
+		conn.stderr = newStderrLogger(s.log, s.stderrLimit)
 		conn.cmd = shellCommand(s.cfg.Target)
 		conn.cmd.Stderr = conn.stderr
 		// Wait gives up on the stderr pipe this long after the process
