@@ -30,7 +30,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // mcpConnect connects the official Go SDK client to an MCP route of g
 // ("/mcp", "/mcp/sessions/{sid}") speaking revision; opts may be nil. The
 // session closes when the test ends.
-func mcpConnect(t *testing.T, g *gateway, path, revision string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func mcpConnect(t testing.TB, g *gateway, path, revision string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   g.URL + path,
