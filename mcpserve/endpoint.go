@@ -243,7 +243,12 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 		unavailable(w, codeShuttingDown, "the gateway is shutting down")
 		return
 	}
-	sw := newStreamWriter(w, e.opts.Heartbeat)
+	// A reply the host does not take in time ends the request (the
+	// streamWriter's write timeout): its handler returns, the host is cut.
+	ctx, giveUp := context.WithCancel(r.Context())
+	defer giveUp()
+	r = r.WithContext(ctx)
+	sw := newStreamWriter(w, e.opts.Heartbeat, e.opts.StreamWriteTimeout, giveUp)
 	defer sw.finish()
 	if r.Method == http.MethodPost {
 		var untrack func()

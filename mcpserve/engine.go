@@ -45,6 +45,9 @@ const (
 	DefaultSessionIdle = 30 * time.Minute
 	// DefaultHeartbeat is the keep-alive interval of streamed replies.
 	DefaultHeartbeat = 15 * time.Second
+	// DefaultStreamWriteTimeout bounds one write to a streamed reply, as
+	// on the gateway's other streams.
+	DefaultStreamWriteTimeout = 10 * time.Second
 )
 
 // Options configure an Endpoint.
@@ -62,6 +65,10 @@ type Options struct {
 	// Heartbeat is how long a streamed reply may stay quiet before a
 	// keep-alive comment is written (0: DefaultHeartbeat).
 	Heartbeat time.Duration
+	// StreamWriteTimeout bounds each write to a reply (0:
+	// DefaultStreamWriteTimeout): a host that does not take it in time is
+	// cut off.
+	StreamWriteTimeout time.Duration
 	// MaxSessions bounds the stateful MCP sessions alive at once (0:
 	// DefaultMaxSessions); a new one over it is refused with 503.
 	MaxSessions int
@@ -79,6 +86,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions

@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -120,11 +121,22 @@ func tool(name string) toolgate.ToolInfo {
 // serve starts an endpoint over f on a test HTTP server.
 func serve(t *testing.T, f *fakeEngine, opts mcpserve.Options) (*mcpserve.Endpoint, string) {
 	t.Helper()
+	return serveOn(t, f, opts, nil)
+}
+
+// serveOn is serve with the test server's listener wrapped by wrap (nil:
+// as it is).
+func serveOn(t *testing.T, f *fakeEngine, opts mcpserve.Options, wrap func(net.Listener) net.Listener) (*mcpserve.Endpoint, string) {
+	t.Helper()
 	opts.Engine = f
 	ep := mcpserve.New(opts)
 	r := chi.NewRouter()
 	ep.Mount(r)
-	ts := httptest.NewServer(r)
+	ts := httptest.NewUnstartedServer(r)
+	if wrap != nil {
+		ts.Listener = wrap(ts.Listener)
+	}
+	ts.Start()
 	ep.Start()
 	t.Cleanup(func() {
 		ep.Close()
