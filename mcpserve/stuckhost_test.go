@@ -89,7 +89,7 @@ func streamFree(url, sid string) bool {
 func TestStuckHostIsCutOthersStillNotified(t *testing.T) {
 	f := newFakeEngine()
 	f.setSession(sessionA, tool("a"))
-	_, base := serveOn(t, f, mcpserve.Options{Heartbeat: time.Millisecond},
+	_, base := serveOn(t, f, mcpserve.Options{Heartbeat: time.Millisecond, StreamWriteTimeout: 300 * time.Millisecond},
 		func(l net.Listener) net.Listener { return smallSendBuffers{l} })
 	url := base + "/mcp"
 
