@@ -39,6 +39,14 @@ const (
 	// DefaultMaxSessions bounds the stateful (2025-11-25 and earlier) MCP
 	// sessions alive at once, over /mcp and every /mcp/sessions/{sid}.
 	DefaultMaxSessions = 1000
+	// DefaultMaxListens bounds the subscriptions/listen streams (2026-07-28)
+	// open at once, over /mcp and every /mcp/sessions/{sid}.
+	DefaultMaxListens = 1000
+	// DefaultListInterval is the least time between two updates of the
+	// routes' tool lists: changes that come closer are gathered into the
+	// next, so that a client flipping its tools cannot send list_changed
+	// to every host more than a few times a second.
+	DefaultListInterval = 250 * time.Millisecond
 	// DefaultSessionIdle is how long a stateful MCP session lives without
 	// a request (its GET stream does not count) before it is closed; the
 	// host then starts a new one (404 on its session id).
@@ -72,6 +80,12 @@ type Options struct {
 	// MaxSessions bounds the stateful MCP sessions alive at once (0:
 	// DefaultMaxSessions); a new one over it is refused with 503.
 	MaxSessions int
+	// MaxListens bounds the subscriptions/listen streams open at once (0:
+	// DefaultMaxListens); a new one over it is refused with 503.
+	MaxListens int
+	// ListInterval is the least time between two updates of the tool
+	// lists (0: DefaultListInterval).
+	ListInterval time.Duration
 	// SessionIdle closes a stateful MCP session after this long without a
 	// request (0: DefaultSessionIdle).
 	SessionIdle time.Duration
@@ -92,6 +106,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxListens <= 0 {
+		o.MaxListens = DefaultMaxListens
+	}
+	if o.ListInterval <= 0 {
+		o.ListInterval = DefaultListInterval
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle

@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"sync"
+	"time"
 )
 
 // changeQueue holds the sources whose tools changed and have not been
@@ -41,15 +42,29 @@ func (q *changeQueue) take() []string {
 	return out
 }
 
-// syncLoop brings the lists up to date after each change, until Close.
+// syncLoop brings the lists up to date after each change, until Close:
+// at once after a quiet while, else ListInterval after the last update
+// began, with every change gathered meanwhile (each route's hosts get
+// list_changed at most once per update).
 func (e *Endpoint) syncLoop() {
 	defer close(e.done)
+	var last time.Time
 	for {
 		select {
 		case <-e.life.Done():
 			return
 		case <-e.changes.wake:
 		}
+		if wait := e.opts.ListInterval - time.Since(last); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-e.life.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+		last = time.Now()
 		for _, source := range e.changes.take() {
 			if e.life.Err() != nil {
 				return
