@@ -42,10 +42,11 @@ const (
 	// DefaultMaxListens bounds the subscriptions/listen streams (2026-07-28)
 	// open at once, over /mcp and every /mcp/sessions/{sid}.
 	DefaultMaxListens = 1000
-	// DefaultListInterval is the least time between two updates of the
-	// routes' tool lists: changes that come closer are gathered into the
-	// next, so that a client flipping its tools cannot send list_changed
-	// to every host more than a few times a second.
+	// DefaultListInterval paces the updates of the routes' tool lists: a
+	// few at once, then one per interval, with the changes that come
+	// meanwhile gathered into the next, so that a client flipping its
+	// tools cannot send list_changed to every host more than a few times
+	// a second.
 	DefaultListInterval = 250 * time.Millisecond
 	// DefaultSessionIdle is how long a stateful MCP session lives without
 	// a request (its GET stream does not count) before it is closed; the
@@ -83,8 +84,8 @@ type Options struct {
 	// MaxListens bounds the subscriptions/listen streams open at once (0:
 	// DefaultMaxListens); a new one over it is refused with 503.
 	MaxListens int
-	// ListInterval is the least time between two updates of the tool
-	// lists (0: DefaultListInterval).
+	// ListInterval paces the updates of the tool lists, after a burst
+	// of a few (0: DefaultListInterval).
 	ListInterval time.Duration
 	// SessionIdle closes a stateful MCP session after this long without a
 	// request (0: DefaultSessionIdle).

@@ -82,9 +82,9 @@ func TestListenStreamsBounded(t *testing.T) {
 	})
 }
 
-// A client flipping its tools fast drives list_changed to a
-// host at most once per ListInterval (plus the first at once), and the
-// host's list ends as the last change left it.
+// A client flipping its tools fast drives list_changed to a host at most
+// once per ListInterval (after a burst of a few), and the host's list
+// ends as the last change left it.
 func TestListChangesCoalesced(t *testing.T) {
 	f := newFakeEngine()
 	f.setSession(sessionA, tool("t0"))
@@ -117,7 +117,7 @@ func TestListChangesCoalesced(t *testing.T) {
 		return len(got) == 1 && got[0] == last
 	})
 	elapsed := time.Since(start)
-	if max := int64(elapsed/interval) + 3; notified.Load() > max {
+	if max := int64(elapsed/interval) + 5 + 2; notified.Load() > max { // 5: the pacer's burst
 		t.Errorf("%d changes in %s gave %d list_changed; want at most %d (one per %s)", i, elapsed, notified.Load(), max, interval)
 	}
 	testwait.Until(t, 10*time.Second, "list_changed", func() bool { return notified.Load() >= 2 })
