@@ -61,6 +61,7 @@ type Endpoint struct {
 	opts    Options
 	origins *originPolicy
 	posts   *postContexts
+	waiters *callWaiters
 
 	gateway *route     // /mcp
 	names   *nameTable // /mcp's names; only the sync goroutine uses it
@@ -105,6 +106,7 @@ func New(opts Options) *Endpoint {
 		opts:     opts,
 		origins:  newOriginPolicy(opts.AllowedOrigins),
 		posts:    newPostContexts(),
+		waiters:  newCallWaiters(),
 		names:    newNameTable(),
 		sessions: map[string]*route{},
 		changes:  newChangeQueue(),
