@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -32,6 +33,15 @@ const (
 // errShuttingDown answers a call that comes while the endpoint closes.
 var errShuttingDown = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down"}
 
+// codeRequestCancelled is the JSON-RPC error code of a request cancelled
+// by its sender (the TypeScript SDK's RequestCancelled).
+const codeRequestCancelled = -32800
+
+// errRequestCancelled is what the handler of a request the host gave up on
+// returns; its reply is not sent (mute), as MCP says a cancelled request
+// gets no response, and it could not reach a host that closed its stream.
+var errRequestCancelled = &jsonrpc.Error{Code: codeRequestCancelled, Message: "request cancelled"}
+
 // callHandler returns the handler of the MCP tool that calls tool in
 // session sid ("" for a tool called without a session).
 func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
@@ -43,13 +53,15 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 		ctx, done := e.posts.tie(ctx, req.Extra)
 		defer done()
 		call := toolgate.CallRequest{SessionID: sid, Tool: tool, Args: req.Params.Arguments}
-		idempotencyKey := ""
-		if meta := req.Params.Meta; meta != nil {
-			idempotencyKey, _ = meta[MetaIdempotencyKey].(string)
-			if ms, ok := meta[MetaTimeoutMS].(float64); ok {
-				call.TimeoutMS = int64(ms)
-			}
+		idempotencyKey, timeoutMS, err := callMeta(req.Params.Meta)
+		if err != nil {
+			return refusal(err)
 		}
+		call.TimeoutMS = timeoutMS
+		// Counted before the call is found by its key, so that an earlier
+		// attempt giving up meanwhile leaves it to this one.
+		waiting := e.waiters.join(idempotencyKey)
+		defer waiting.leave()
 		// Stored whether or not the host is still there: a call stored
 		// after it left is cancelled right below.
 		created, err := e.engine.CreateCall(context.WithoutCancel(ctx), call, idempotencyKey)
@@ -62,15 +74,63 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 			if ctx.Err() == nil {
 				return nil, err
 			}
-			// The host gave up on the request: the call ends cancelled and
-			// its client is told (call_cancelled).
-			if _, cerr := e.engine.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
-				e.log.Warn("MCP: cancel the call of a request the host gave up on", "call", created.ID, "err", cerr)
+			// The host gave up on the request: unless a retry (the same
+			// idempotency key) still waits on it, the call ends cancelled
+			// and its client is told (call_cancelled).
+			if waiting.leave() {
+				if _, cerr := e.engine.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
+					e.log.Warn("MCP: cancel the call of a request the host gave up on", "call", created.ID, "err", cerr)
+				}
 			}
-			return nil, ctx.Err()
+			e.posts.mute(req.Extra)
+			return nil, errRequestCancelled
 		}
 		return resultOf(ended), nil
 	}
+}
+
+// callMeta reads toolgate's keys of a tools/call's _meta: the idempotency
+// key (a string) and the timeout (a whole number of milliseconds); a
+// value of another kind is BAD_REQUEST naming the key, as POST /v1/calls
+// refuses a bad timeout_ms. A key set to null is as if absent.
+func callMeta(meta mcp.Meta) (idempotencyKey string, timeoutMS int64, err error) {
+	if v := meta[MetaIdempotencyKey]; v != nil {
+		s, ok := v.(string)
+		if !ok {
+			return "", 0, toolgate.Errorf(toolgate.EBadRequest, "_meta %q must be a string", MetaIdempotencyKey)
+		}
+		idempotencyKey = s
+	}
+	if v := meta[MetaTimeoutMS]; v != nil {
+		ms, ok := wholeNumber(v)
+		if !ok {
+			return "", 0, toolgate.Errorf(toolgate.EBadRequest, "_meta %q must be a whole number of milliseconds", MetaTimeoutMS)
+		}
+		timeoutMS = ms
+	}
+	return idempotencyKey, timeoutMS, nil
+}
+
+// wholeNumber returns a decoded JSON number as an int64, if it is a whole
+// number within int64's range.
+func wholeNumber(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		// float64(math.MaxInt64) is 2^63, itself out of range; NaN is
+		// not equal to itself.
+		if n != math.Trunc(n) || n < math.MinInt64 || n >= math.MaxInt64 {
+			return 0, false
+		}
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	}
+	return 0, false
 }
 
 // refusal maps a call the gateway refused before storing it: a tool that

@@ -18,7 +18,14 @@ import (
 const (
 	headerProtocolVersion = "Mcp-Protocol-Version"
 	headerSessionID       = "Mcp-Session-Id"
+	// headerMethod is the request's JSON-RPC method, which the SDK
+	// requires on 2026-07-28 requests and checks against the body's.
+	headerMethod = "Mcp-Method"
 )
+
+// methodListen is the 2026-07-28 request whose reply is a long-lived
+// stream of list changes.
+const methodListen = "subscriptions/listen"
 
 // statelessRevision is the first protocol revision without sessions: a
 // request that declares it (or a later one) in Mcp-Protocol-Version is
@@ -54,6 +61,7 @@ type Endpoint struct {
 	opts    Options
 	origins *originPolicy
 	posts   *postContexts
+	waiters *callWaiters
 
 	gateway *route     // /mcp
 	names   *nameTable // /mcp's names; only the sync goroutine uses it
@@ -61,6 +69,7 @@ type Endpoint struct {
 	mu       sync.Mutex
 	sessions map[string]*route // /mcp/sessions/{sid}, made on first use
 	pending  int               // new stateful MCP sessions being set up
+	listens  int               // subscriptions/listen streams open
 	closed   bool
 	calls    sync.WaitGroup // tools/call handlers running (enter, Close)
 
@@ -97,6 +106,7 @@ func New(opts Options) *Endpoint {
 		opts:     opts,
 		origins:  newOriginPolicy(opts.AllowedOrigins),
 		posts:    newPostContexts(),
+		waiters:  newCallWaiters(),
 		names:    newNameTable(),
 		sessions: map[string]*route{},
 		changes:  newChangeQueue(),
@@ -243,7 +253,12 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 		unavailable(w, codeShuttingDown, "the gateway is shutting down")
 		return
 	}
-	sw := newStreamWriter(w, e.opts.Heartbeat)
+	// A reply the host does not take in time ends the request (the
+	// streamWriter's write timeout): its handler returns, the host is cut.
+	ctx, giveUp := context.WithCancel(r.Context())
+	defer giveUp()
+	r = r.WithContext(ctx)
+	sw := newStreamWriter(w, e.opts.Heartbeat, e.opts.StreamWriteTimeout, giveUp)
 	defer sw.finish()
 	if r.Method == http.MethodPost {
 		var untrack func()
@@ -251,6 +266,17 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 		defer untrack()
 	}
 	if r.Header.Get(headerProtocolVersion) >= statelessRevision {
+		// A subscriptions/listen stream lives as long as the host wants:
+		// they are bounded. (The SDK refuses a request whose Mcp-Method
+		// is not its body's method, and batches.)
+		if r.Method == http.MethodPost && r.Header.Get(headerMethod) == methodListen {
+			if !e.admitListen() {
+				unavailable(w, codeTooManySessions,
+					"the gateway holds as many subscriptions/listen streams as it may; try again later")
+				return
+			}
+			defer e.listenEnded()
+		}
 		rt.stateless.ServeHTTP(sw, r)
 		return
 	}
@@ -292,6 +318,25 @@ func (e *Endpoint) admitSession() bool {
 func (e *Endpoint) admitted() {
 	e.mu.Lock()
 	e.pending--
+	e.mu.Unlock()
+}
+
+// admitListen reports whether a subscriptions/listen stream may be
+// opened (fewer than MaxListens are, over every route), and counts it;
+// listenEnded ends that.
+func (e *Endpoint) admitListen() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.listens >= e.opts.MaxListens {
+		return false
+	}
+	e.listens++
+	return true
+}
+
+func (e *Endpoint) listenEnded() {
+	e.mu.Lock()
+	e.listens--
 	e.mu.Unlock()
 }
 

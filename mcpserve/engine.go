@@ -39,12 +39,24 @@ const (
 	// DefaultMaxSessions bounds the stateful (2025-11-25 and earlier) MCP
 	// sessions alive at once, over /mcp and every /mcp/sessions/{sid}.
 	DefaultMaxSessions = 1000
+	// DefaultMaxListens bounds the subscriptions/listen streams (2026-07-28)
+	// open at once, over /mcp and every /mcp/sessions/{sid}.
+	DefaultMaxListens = 1000
+	// DefaultListInterval paces the updates of the routes' tool lists: a
+	// few at once, then one per interval, with the changes that come
+	// meanwhile gathered into the next, so that a client flipping its
+	// tools cannot send list_changed to every host more than a few times
+	// a second.
+	DefaultListInterval = 250 * time.Millisecond
 	// DefaultSessionIdle is how long a stateful MCP session lives without
 	// a request (its GET stream does not count) before it is closed; the
 	// host then starts a new one (404 on its session id).
 	DefaultSessionIdle = 30 * time.Minute
 	// DefaultHeartbeat is the keep-alive interval of streamed replies.
 	DefaultHeartbeat = 15 * time.Second
+	// DefaultStreamWriteTimeout bounds one write to a streamed reply, as
+	// on the gateway's other streams.
+	DefaultStreamWriteTimeout = 10 * time.Second
 )
 
 // Options configure an Endpoint.
@@ -62,9 +74,19 @@ type Options struct {
 	// Heartbeat is how long a streamed reply may stay quiet before a
 	// keep-alive comment is written (0: DefaultHeartbeat).
 	Heartbeat time.Duration
+	// StreamWriteTimeout bounds each write to a reply (0:
+	// DefaultStreamWriteTimeout): a host that does not take it in time is
+	// cut off.
+	StreamWriteTimeout time.Duration
 	// MaxSessions bounds the stateful MCP sessions alive at once (0:
 	// DefaultMaxSessions); a new one over it is refused with 503.
 	MaxSessions int
+	// MaxListens bounds the subscriptions/listen streams open at once (0:
+	// DefaultMaxListens); a new one over it is refused with 503.
+	MaxListens int
+	// ListInterval paces the updates of the tool lists, after a burst
+	// of a few (0: DefaultListInterval).
+	ListInterval time.Duration
 	// SessionIdle closes a stateful MCP session after this long without a
 	// request (0: DefaultSessionIdle).
 	SessionIdle time.Duration
@@ -80,8 +102,17 @@ func (o Options) withDefaults() Options {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
 	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxListens <= 0 {
+		o.MaxListens = DefaultMaxListens
+	}
+	if o.ListInterval <= 0 {
+		o.ListInterval = DefaultListInterval
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle

@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -19,12 +20,17 @@ import (
 const agentKey = "tga_unit"
 
 // fakeEngine is an mcpserve.Engine whose tools the test sets; calls end at
-// once, completed with their arguments as output.
+// once, completed with their arguments as output, unless the test sets
+// the func fields (before serving).
 type fakeEngine struct {
 	mu       sync.Mutex
 	gateway  []toolgate.ToolInfo
 	sessions map[string]*toolgate.SessionView
 	watch    func(string)
+
+	createCall func(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error)
+	waitCall   func(ctx context.Context, id string) (*toolgate.Call, error)
+	cancelCall func(ctx context.Context, id string) (*toolgate.Call, error)
 }
 
 func newFakeEngine() *fakeEngine {
@@ -100,15 +106,24 @@ func (f *fakeEngine) setSession(sid string, tools ...toolgate.ToolInfo) {
 	f.changed(sid)
 }
 
-func (f *fakeEngine) CreateCall(_ context.Context, req toolgate.CallRequest, _ string) (*toolgate.Call, error) {
+func (f *fakeEngine) CreateCall(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error) {
+	if f.createCall != nil {
+		return f.createCall(ctx, req, idempotencyKey)
+	}
 	return &toolgate.Call{ID: "call-1", Tool: req.Tool, Args: req.Args, Status: toolgate.StatusCompleted, Output: req.Args}, nil
 }
 
-func (f *fakeEngine) WaitCallProgress(_ context.Context, id string, _ func(json.RawMessage)) (*toolgate.Call, error) {
+func (f *fakeEngine) WaitCallProgress(ctx context.Context, id string, _ func(json.RawMessage)) (*toolgate.Call, error) {
+	if f.waitCall != nil {
+		return f.waitCall(ctx, id)
+	}
 	return &toolgate.Call{ID: id, Status: toolgate.StatusCompleted, Output: json.RawMessage(`{"ok":true}`)}, nil
 }
 
-func (f *fakeEngine) CancelCall(context.Context, string) (*toolgate.Call, error) {
+func (f *fakeEngine) CancelCall(ctx context.Context, id string) (*toolgate.Call, error) {
+	if f.cancelCall != nil {
+		return f.cancelCall(ctx, id)
+	}
 	return nil, toolgate.Errorf(toolgate.ECallClosed, "ended")
 }
 
@@ -120,11 +135,22 @@ func tool(name string) toolgate.ToolInfo {
 // serve starts an endpoint over f on a test HTTP server.
 func serve(t *testing.T, f *fakeEngine, opts mcpserve.Options) (*mcpserve.Endpoint, string) {
 	t.Helper()
+	return serveOn(t, f, opts, nil)
+}
+
+// serveOn is serve with the test server's listener wrapped by wrap (nil:
+// as it is).
+func serveOn(t *testing.T, f *fakeEngine, opts mcpserve.Options, wrap func(net.Listener) net.Listener) (*mcpserve.Endpoint, string) {
+	t.Helper()
 	opts.Engine = f
 	ep := mcpserve.New(opts)
 	r := chi.NewRouter()
 	ep.Mount(r)
-	ts := httptest.NewServer(r)
+	ts := httptest.NewUnstartedServer(r)
+	if wrap != nil {
+		ts.Listener = wrap(ts.Listener)
+	}
+	ts.Start()
 	ep.Start()
 	t.Cleanup(func() {
 		ep.Close()

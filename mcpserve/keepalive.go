@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"context"
 	"errors"
 	"mime"
 	"net/http"
@@ -24,21 +25,36 @@ var errReplyDone = errors.New("mcpserve: the reply has been served")
 // more than one goroutine; every write here, the SDK's and the
 // keep-alive's, is made under one mutex, so a comment never lands inside
 // an event.
+//
+// Each write and flush must be taken by the host within writeTimeout (a
+// deadline on the connection, lifted after it, so that a quiet stream is
+// not cut): a host that stops reading would otherwise block the write for
+// ever once the socket's buffers are full — and with it every other host,
+// as the SDK tells hosts of list changes one after another. A write that
+// fails ends the request (giveUp): the host is cut off, later writes fail
+// at once.
 type streamWriter struct {
-	w         http.ResponseWriter
-	heartbeat time.Duration
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	heartbeat    time.Duration
+	writeTimeout time.Duration
+	giveUp       context.CancelFunc
 
 	mu          sync.Mutex
 	wroteHeader bool
-	ticking     bool // the keep-alive goroutine runs
-	quiet       bool // nothing written since the last tick
-	served      bool // the request has been served: no more writes
+	ticking     bool  // the keep-alive goroutine runs
+	quiet       bool  // nothing written since the last tick
+	served      bool  // the request has been served: no more writes
+	muted       bool  // the rest of the reply is not sent (mute)
+	failed      error // a write failed: the host is cut off
 	stop        chan struct{}
 	stopped     sync.WaitGroup
 }
 
-func newStreamWriter(w http.ResponseWriter, heartbeat time.Duration) *streamWriter {
-	return &streamWriter{w: w, heartbeat: heartbeat, stop: make(chan struct{})}
+// newStreamWriter wraps w; giveUp ends the request being served.
+func newStreamWriter(w http.ResponseWriter, heartbeat, writeTimeout time.Duration, giveUp context.CancelFunc) *streamWriter {
+	return &streamWriter{w: w, rc: http.NewResponseController(w), heartbeat: heartbeat, writeTimeout: writeTimeout,
+		giveUp: giveUp, stop: make(chan struct{})}
 }
 
 // Header implements http.ResponseWriter.
@@ -95,20 +111,62 @@ func (s *streamWriter) Write(p []byte) (int, error) {
 	if s.served {
 		return 0, errReplyDone
 	}
+	if s.failed != nil {
+		return 0, s.failed
+	}
 	s.writeHeaderLocked(http.StatusOK)
 	s.quiet = false
-	return s.w.Write(p)
+	if s.muted {
+		return len(p), nil
+	}
+	var n int
+	err := s.timedLocked(func() (err error) {
+		n, err = s.w.Write(p)
+		return err
+	})
+	return n, err
 }
 
-// Flush implements http.Flusher (http.NewResponseController uses it).
-func (s *streamWriter) Flush() {
+// Flush implements http.Flusher.
+func (s *streamWriter) Flush() { _ = s.FlushError() }
+
+// FlushError flushes what was written (http.NewResponseController uses
+// it).
+func (s *streamWriter) FlushError() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.served {
-		return
+		return errReplyDone
+	}
+	if s.failed != nil {
+		return s.failed
 	}
 	s.writeHeaderLocked(http.StatusOK)
-	_ = http.NewResponseController(s.w).Flush()
+	if s.muted {
+		return nil
+	}
+	return s.timedLocked(s.rc.Flush)
+}
+
+// timedLocked runs one write or flush within the write timeout, then lifts
+// the deadline; when it fails, the host is cut off.
+func (s *streamWriter) timedLocked(op func() error) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	err := op()
+	_ = s.rc.SetWriteDeadline(time.Time{})
+	if err != nil {
+		s.failed = err
+		s.giveUp()
+	}
+	return err
+}
+
+// mute drops the rest of the reply (its header still goes): for a request
+// the host gave up on, which MCP says is not answered.
+func (s *streamWriter) mute() {
+	s.mu.Lock()
+	s.muted = true
+	s.mu.Unlock()
 }
 
 // Unwrap gives http.NewResponseController the writer underneath, for
@@ -127,12 +185,14 @@ func (s *streamWriter) keepAlive() {
 			return
 		case <-tick.C:
 			s.mu.Lock()
-			if !s.served && s.quiet {
+			if !s.served && !s.muted && s.failed == nil && s.quiet {
 				s.writeHeaderLocked(http.StatusOK)
-				_, err := s.w.Write([]byte(keepAliveComment))
-				if err == nil {
-					_ = http.NewResponseController(s.w).Flush()
-				}
+				_ = s.timedLocked(func() error {
+					if _, err := s.w.Write([]byte(keepAliveComment)); err != nil {
+						return err
+					}
+					return s.rc.Flush()
+				})
 			}
 			s.quiet = true
 			s.mu.Unlock()
@@ -141,9 +201,14 @@ func (s *streamWriter) keepAlive() {
 }
 
 // finish ends the keep-alive and refuses later writes; call it before the
-// handler returns (net/http forbids writes after).
+// handler returns (net/http forbids writes after). What is still buffered
+// is flushed within the write timeout, so that net/http's own last write
+// finds the way clear.
 func (s *streamWriter) finish() {
 	s.mu.Lock()
+	if !s.served && s.wroteHeader && s.failed == nil && !s.muted {
+		_ = s.timedLocked(s.rc.Flush)
+	}
 	s.served = true
 	s.mu.Unlock()
 	close(s.stop)

@@ -79,6 +79,14 @@ func (p *postContexts) streamingStarted(extra *mcp.RequestExtra) {
 	}
 }
 
+// mute drops the rest of the reply of the POST that carried a request
+// (streamWriter.mute).
+func (p *postContexts) mute(extra *mcp.RequestExtra) {
+	if carrier, ok := p.find(extra); ok {
+		carrier.reply.mute()
+	}
+}
+
 // find returns the POST that carried a request, if it is being served.
 func (p *postContexts) find(extra *mcp.RequestExtra) (post, bool) {
 	if extra == nil || extra.Header == nil {

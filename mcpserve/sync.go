@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"sync"
+	"time"
 )
 
 // changeQueue holds the sources whose tools changed and have not been
@@ -41,14 +42,27 @@ func (q *changeQueue) take() []string {
 	return out
 }
 
-// syncLoop brings the lists up to date after each change, until Close.
+// syncLoop brings the lists up to date after each change, until Close,
+// paced by listPacer: a client flipping its tools in a loop makes each
+// route's hosts get list_changed a few times a second at most (every
+// change gathered meanwhile is in the next update).
 func (e *Endpoint) syncLoop() {
 	defer close(e.done)
+	pace := newListPacer(e.opts.ListInterval, time.Now())
 	for {
 		select {
 		case <-e.life.Done():
 			return
 		case <-e.changes.wake:
+		}
+		if wait := pace.reserve(time.Now()); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-e.life.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
 		}
 		for _, source := range e.changes.take() {
 			if e.life.Err() != nil {
@@ -119,4 +133,37 @@ func (e *Endpoint) releaseNames(keys []toolKey) {
 	for _, k := range keys {
 		e.names.release(k)
 	}
+}
+
+// listBurst is how many list updates may follow one another at once
+// before they are paced one per ListInterval.
+const listBurst = 5
+
+// listPacer paces the list updates: a token bucket of listBurst tokens,
+// one more each interval. Only the sync goroutine uses it.
+type listPacer struct {
+	interval time.Duration
+	tokens   float64
+	at       time.Time // when tokens was counted
+}
+
+func newListPacer(interval time.Duration, now time.Time) *listPacer {
+	return &listPacer{interval: interval, tokens: listBurst, at: now}
+}
+
+// reserve takes a token for an update to begin now, and returns how long
+// to wait before it may (0: at once).
+func (p *listPacer) reserve(now time.Time) time.Duration {
+	if elapsed := now.Sub(p.at); elapsed > 0 {
+		p.tokens = min(listBurst, p.tokens+float64(elapsed)/float64(p.interval))
+		p.at = now
+	}
+	if p.tokens >= 1 {
+		p.tokens--
+		return 0
+	}
+	wait := time.Duration((1 - p.tokens) * float64(p.interval))
+	p.tokens = 0
+	p.at = p.at.Add(wait)
+	return wait
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +77,8 @@ func TestMCPCancelByHostContext(t *testing.T) {
 }
 
 // On a 2025-11-25 session, notifications/cancelled alone (the POST's
-// stream still open) cancels the call.
+// stream still open) cancels the call, and the request gets no response
+// (MCP: a cancelled request is not answered): its stream ends without one.
 func TestMCPCancelByNotification(t *testing.T) {
 	g := startGateway(t, nil)
 	c, calls := waitTool(t, g)
@@ -84,11 +86,21 @@ func TestMCPCancelByNotification(t *testing.T) {
 	raw.initialize()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	replies := make(chan []string, 1)
 	go func() {
 		resp, err := raw.send(ctx, "POST", callBody(7, "wait__"+shortID(c.SessionID()), `{}`), nil)
-		if err == nil {
-			resp.Body.Close()
+		if err != nil {
+			replies <- []string{"error: " + err.Error()}
+			return
 		}
+		defer resp.Body.Close()
+		var messages []string
+		for line := range sseLines(resp.Body) {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				messages = append(messages, data)
+			}
+		}
+		replies <- messages
 	}()
 	call := receivedCall(t, calls)
 	resp := raw.mustSend("POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user pressed stop"}}`)
@@ -96,6 +108,16 @@ func TestMCPCancelByNotification(t *testing.T) {
 		t.Fatalf("notifications/cancelled: %d", resp.StatusCode)
 	}
 	checkCancelled(t, g, call)
+	select {
+	case messages := <-replies:
+		for _, m := range messages {
+			if strings.Contains(m, `"id":7`) {
+				t.Errorf("the cancelled request was answered: %s", m)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the cancelled request's stream did not end")
+	}
 }
 
 // On a 2025-11-25 session, a host that closes the POST's stream (without
