@@ -110,6 +110,14 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 		ctx, cancel := context.WithCancel(e.life)
 		defer cancel()
 		defer e.running.started(id, cancel)()
+		// Registered first, then the call looked at: its end takes it out
+		// of the open set before it stops the running calls, so a call
+		// that ended before the registration (cancelled as soon as it was
+		// stored) is seen ended here, and one that ends after it is
+		// stopped through it. Either way no execution outlives its call.
+		if len(e.waiters.stillOpen([]string{id})) == 0 {
+			return
+		}
 		ctx = agentloop.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, timeout, p) })
 		if caller != "" {
 			ctx = agentloop.WithCallerSession(ctx, caller)

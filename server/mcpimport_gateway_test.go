@@ -58,6 +58,13 @@ func TestMCPImportThroughGateway(t *testing.T) {
 	}
 
 	slow := g.startCallBuiltin(t, "gosdk__slow", map[string]any{}, 202)
+	// Cancelled once the server runs it (a call cancelled before its
+	// execution starts is never sent to the server at all).
+	select {
+	case <-mcpServer.slowStarted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow call did not reach the server")
+	}
 	g.call("POST", "/v1/calls/"+slow.ID+"/cancel", testAgentKey, map[string]any{"reason": "enough"}, 200, nil)
 	select {
 	case <-mcpServer.slowCancelled:

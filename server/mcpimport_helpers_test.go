@@ -17,10 +17,11 @@ import (
 // goMCPServer is an MCP server of the Go SDK served over Streamable HTTP
 // (the stateless 2026-07-28 revision, and 2025-11-25 with sessions) on a
 // loopback port, which a test can stop. Its tools: echo ({text} → "echo:
-// TEXT"), and slow, which waits until its call is cancelled (reported on
-// slowCancelled).
+// TEXT"), and slow, which waits until its call is cancelled (its start
+// reported on slowStarted, its cancellation on slowCancelled).
 type goMCPServer struct {
 	URL           string
+	slowStarted   chan struct{}
 	slowCancelled chan struct{}
 
 	mu sync.Mutex
@@ -29,7 +30,7 @@ type goMCPServer struct {
 
 func startGoMCPServer(t *testing.T) *goMCPServer {
 	t.Helper()
-	g := &goMCPServer{slowCancelled: make(chan struct{}, 4)}
+	g := &goMCPServer{slowStarted: make(chan struct{}, 4), slowCancelled: make(chan struct{}, 4)}
 	s := mcp.NewServer(&mcp.Implementation{Name: "go-test-server", Version: "1"}, nil)
 	schema := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo the text back.", InputSchema: schema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -42,6 +43,7 @@ func startGoMCPServer(t *testing.T) *goMCPServer {
 		})
 	s.AddTool(&mcp.Tool{Name: "slow", Description: "Waits until cancelled.", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			g.slowStarted <- struct{}{}
 			<-ctx.Done()
 			g.slowCancelled <- struct{}{}
 			return nil, ctx.Err()
