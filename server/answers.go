@@ -181,13 +181,7 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 		if toolgate.CallStatus(row.Status).Final() {
 			return time.Time{}, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", p.ID, row.Status))
 		}
-		deadline := now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
-		if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {
-			deadline = limit
-		}
-		if current := row.DeadlineTime(); deadline.Before(current) {
-			deadline = current
-		}
+		deadline := e.progressDeadline(row, now)
 		_, err = tx.SetProgress(p.ID, progress, deadline)
 		return deadline, err
 	})
@@ -198,4 +192,18 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 	e.progress.reported(p.ID, progress)
 	e.log.Debug("call progress", "call", p.ID, "deadline", deadline)
 	return &toolgate.ProgressAck{Type: "progress_acknowledged", ID: p.ID, Deadline: toolgate.NewTime(deadline)}, nil
+}
+
+// progressDeadline is an open call's deadline after a progress report at
+// now: its timeout from now, at most the longest timeout after its
+// creation, and never earlier than it was.
+func (e *Engine) progressDeadline(row *store.CallRow, now time.Time) time.Time {
+	deadline := now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
+	if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {
+		deadline = limit
+	}
+	if current := row.DeadlineTime(); deadline.Before(current) {
+		deadline = current
+	}
+	return deadline
 }

@@ -47,10 +47,9 @@ func (r *runningBuiltins) stop(id string) {
 
 // builtinProgress stores a progress report of a call executing inside the
 // gateway and tells those waiting on the call, as a client's tool_progress
-// does (ReportProgress): the report extends the call's deadline by its
-// timeout, up to the longest timeout. A report that is not JSON, or is over
+// does (ReportProgress, progressDeadline). A report that is not JSON, or is over
 // 16 KiB, is dropped.
-func (e *Engine) builtinProgress(id string, timeout time.Duration, progress json.RawMessage) {
+func (e *Engine) builtinProgress(id string, progress json.RawMessage) {
 	if len(progress) == 0 {
 		progress = json.RawMessage("null")
 	}
@@ -65,13 +64,7 @@ func (e *Engine) builtinProgress(id string, timeout time.Duration, progress json
 		if err != nil || row == nil {
 			return time.Time{}, err
 		}
-		deadline := now.Add(timeout)
-		if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {
-			deadline = limit
-		}
-		if current := row.DeadlineTime(); deadline.Before(current) {
-			deadline = current
-		}
+		deadline := e.progressDeadline(row, now)
 		ok, err := tx.SetProgress(id, progress, deadline)
 		if err != nil || !ok {
 			return time.Time{}, err

@@ -91,7 +91,6 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // tool such as call_history shows that session no one else's calls.
 func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 	id, args := row.ID, json.RawMessage(row.Args)
-	timeout := time.Duration(row.TimeoutMS) * time.Millisecond
 	caller := ""
 	if row.RunID.Valid {
 		run, err := e.st.GetRun(e.life, row.RunID.String)
@@ -104,9 +103,9 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 		}
 	}
 	go func() {
-		// The deadline here is the one the call had when it started; a
-		// progress report moves the call's deadline on, so the execution
-		// runs until the engine's close or the call's end (running.stop).
+		// No deadline of its own (progress moves the call's on): the
+		// execution runs until the call ends (running.stop, whether it
+		// was answered, timed out or cancelled) or the engine closes.
 		ctx, cancel := context.WithCancel(e.life)
 		defer cancel()
 		defer e.running.started(id, cancel)()
@@ -118,7 +117,7 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 		if len(e.waiters.stillOpen([]string{id})) == 0 {
 			return
 		}
-		ctx = agentloop.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, timeout, p) })
+		ctx = agentloop.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, p) })
 		if caller != "" {
 			ctx = agentloop.WithCallerSession(ctx, caller)
 		}
