@@ -3,11 +3,13 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +91,12 @@ func TestSlowHeadersCutOff(t *testing.T) {
 	start := time.Now()
 	conn.SetReadDeadline(start.Add(5 * time.Second))
 	_, err = io.ReadAll(conn)
+	// The gateway closes while bytes it never read are still arriving, so
+	// the kernel may end the connection with a reset instead of a FIN:
+	// either is the cut-off. A read that hit its own deadline is not.
+	if errors.Is(err, syscall.ECONNRESET) {
+		err = nil
+	}
 	if took := time.Since(start); err != nil || took > 3*slowTimeout {
 		t.Fatalf("trickled headers: the connection ended after %s (%v), want about %s", took, err, slowTimeout)
 	}
