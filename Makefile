@@ -1,8 +1,9 @@
 # toolgate — the commands a developer and CI use. `make run` serves the
 # gateway with its embedded defaults; `make test` runs the test suite.
 GO ?= go
+SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: run build test vet race e2e mobile-check bench chaos
+.PHONY: run build test vet race e2e mobile-check bench chaos postgres
 
 run:
 	$(GO) run ./cmd/toolgate serve
@@ -18,15 +19,21 @@ vet:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-test: vet
+test: vet postgres
 	$(GO) test -count=1 -timeout 15m ./...
+
+# The store's tests, the multi-node tests and the benchmarks start their own
+# throwaway PostgreSQL server (package pgtest) from Debian's postgresql
+# package, installed here with apt-get when missing.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "postgres: installing postgresql with apt-get"; \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; }
 
 # The packages whose goroutines share state (the store's writer, the engine,
 # the stream hub, the SDK, the MCP endpoint and the MCP importer) under the race detector, which needs cgo: gcc is
 # installed with apt-get (with the C library headers it links against) when
 # missing.
-SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-race:
+race: postgres
 	@command -v gcc >/dev/null 2>&1 || { echo "race: installing gcc with apt-get"; \
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./handlers ./mobile ./agentloop ./mcpserve ./mcpimport ./cmd/toolgate
