@@ -108,7 +108,7 @@ func (r *CallRow) SetIdempotencyKey(key string) {
 func (r *CallRow) SetRunID(id string) { r.RunID = sql.NullString{String: id, Valid: id != ""} }
 
 var (
-	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `, rate_limited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `, rate_limited, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	qGetCall        = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
 	qCallByIdemKey  = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
 	qFinishCall     = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND ` + openCall)
@@ -134,10 +134,14 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 	if r.RateLimited {
 		rateLimited = 1
 	}
+	var node any // a call of a tool inside the gateway names the node running it
+	if !r.SessionID.Valid {
+		node = tx.node
+	}
 	// Positional arguments: binding by name costs reflection on every call.
 	_, err := tx.exec(qInsertCall, r.ID, r.SessionID, r.Tool, r.Args, r.Status, r.Output, r.ErrorCode, r.ErrorMessage,
 		r.ErrorDetails, r.Progress, r.TimeoutMS, r.CreatedAt, r.DeliveredAt, r.CompletedAt, r.Deadline, r.Attempts,
-		r.IdempotencyKey, r.RunID, rateLimited)
+		r.IdempotencyKey, r.RunID, rateLimited, node)
 	err = uniqueAs(err, ErrDuplicateIdempotencyKey) // the only UNIQUE index of calls
 	// The row is kept for FinishAnswered, which only a session's client
 	// calls: a built-in call (no session) ends through FinishCall.

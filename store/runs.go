@@ -47,8 +47,12 @@ const runColumns = `id, session_id, started_by_session, model, status, max_steps
 
 // InsertRun stores a new run.
 func (tx *Tx) InsertRun(r *RunRow) error {
-	_, err := tx.namedExec(`INSERT INTO runs (`+runColumns+`) VALUES
-		(:id, :session_id, :started_by_session, :model, :status, :max_steps, :steps, :input_messages, :output, :error_code, :error_message, :created_at, :updated_at, :finished_at)`, r)
+	_, err := tx.namedExec(`INSERT INTO runs (`+runColumns+`, node) VALUES
+		(:id, :session_id, :started_by_session, :model, :status, :max_steps, :steps, :input_messages, :output, :error_code, :error_message, :created_at, :updated_at, :finished_at, :node)`,
+		struct {
+			*RunRow
+			Node string `db:"node"` // this node drives the run
+		}{r, tx.node})
 	return err
 }
 

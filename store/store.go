@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -53,6 +54,12 @@ type Store struct {
 
 	transactions atomic.Int64
 	operations   atomic.Int64
+
+	node   string // this process's node id (cluster.go)
+	shared bool   // other nodes may share the database
+
+	changesMu sync.Mutex
+	onChanges func([]Change) // told of other nodes' changes (cluster.go)
 
 	// Now is the clock; tests may replace it before use.
 	Now func() time.Time
@@ -144,6 +151,7 @@ func Open(path string, log *slog.Logger) (*Store, error) {
 		finals:    newRecentFinals(),
 		openRows:  openRows{},
 		ops:       make(chan *writeOp, 1024),
+		node:      newNodeID(),
 		done:      make(chan struct{}),
 		Now:       time.Now,
 	}
@@ -285,6 +293,9 @@ func (tx *Tx) DeleteSetting(key string) error {
 	_, err := tx.exec(qDelSetting, key)
 	return err
 }
+
+// newNodeID returns a fresh node id: a UUIDv7, so ids sort by start time.
+func newNodeID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // ms turns a time into the stored Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }

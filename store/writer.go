@@ -47,6 +47,7 @@ type Tx struct {
 	prep    *prepared
 	rows    openRows    // the open calls' rows as committed
 	changes tailChanges // what the event tail learns once this commits
+	node    string      // the store's node id, for the rows that name it
 }
 
 // writeOp is one operation waiting for the writer.
@@ -257,7 +258,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 
 // begin starts the writer's transaction.
 func (s *Store) begin() (*Tx, error) {
-	tx := &Tx{conn: s.writeConn, prep: s.writePrep, rows: s.openRows}
+	tx := &Tx{conn: s.writeConn, prep: s.writePrep, rows: s.openRows, node: s.node}
 	if _, err := tx.exec(qBegin); err != nil {
 		return nil, err
 	}
