@@ -147,6 +147,9 @@ func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
 	changed := false
 	e.sessions.locked(func() {
 		s := e.sessions.byID[row.ID]
+		if s == nil && e.sessions.recentlyClosedLocked(row.ID) {
+			return // read before it closed here
+		}
 		if s == nil {
 			s = newSessionState(*row, seen)
 			s.shownReachable = s.reachable(e.now(), e.cfg)

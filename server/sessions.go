@@ -492,6 +492,7 @@ func (e *Engine) Sweep(ctx context.Context) {
 	// and prunes events (the sweeper lease); every node writes when its
 	// own sessions were seen and tells its watchers of reachability.
 	sweeps := e.sweeper(ctx)
+	e.sessions.forgetClosed(time.Now().Add(-time.Minute))
 	var expired []string
 	var touched []sessionSeen
 	var flipped []string // sessions that became reachable or unreachable
