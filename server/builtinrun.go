@@ -81,3 +81,10 @@ func (e *Engine) builtinProgress(id string, progress json.RawMessage) {
 	e.deadlines.schedule(id, deadline)
 	e.progress.reported(id, progress)
 }
+
+// has reports whether a call's tool is running here.
+func (r *runningBuiltins) has(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancels[id] != nil
+}

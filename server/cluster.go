@@ -196,8 +196,12 @@ func sameTools(have map[string]*toolEntry, stored []store.ToolRow) bool {
 }
 
 // refreshCall tells this node's waiters of a call another node changed:
-// its end, or its latest progress.
+// its end, or its latest progress. A call nobody here waits for, runs or
+// counts costs no read.
 func (e *Engine) refreshCall(ctx context.Context, id string) {
+	if !e.waiters.known(id) && !e.running.has(id) && !e.progress.watched(id) {
+		return
+	}
 	row, err := e.st.GetCall(ctx, id)
 	if err != nil {
 		e.log.Error("read a call another node changed", "call", id, "err", err)

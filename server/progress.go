@@ -52,3 +52,10 @@ func (w *progressWatchers) reported(callID string, progress json.RawMessage) {
 		}
 	}
 }
+
+// watched reports whether anyone watches the call's progress.
+func (w *progressWatchers) watched(callID string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.subs[callID]) > 0
+}

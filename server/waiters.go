@@ -145,3 +145,12 @@ func (w *callWaiters) waitedFor() []string {
 	}
 	return ids
 }
+
+// known reports whether anyone here waits for the call or it is counted
+// open here.
+func (w *callWaiters) known(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, open := w.open[id]
+	return open || w.waiting[id] != nil
+}
