@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -218,13 +219,21 @@ func (s *Store) runPostgres(fn func(tx *Tx) error) error {
 			}
 			return nil
 		}
-		if !isRetryable(err) || attempt == writeAttempts {
+		var notBegun beginError
+		if !(isRetryable(err) || errors.As(err, &notBegun)) || attempt == writeAttempts {
 			return storageFullAs(err)
 		}
 		time.Sleep(backoff)
 		backoff *= 2
 	}
 }
+
+// beginError is a failure to start a transaction (a connection the
+// database cut, say): the operation did not run, so it may run again.
+type beginError struct{ err error }
+
+func (e beginError) Error() string { return e.err.Error() }
+func (e beginError) Unwrap() error { return e.err }
 
 // runPostgresOnce runs fn once in a transaction and commits it, returning
 // the changes it noted.
@@ -233,7 +242,7 @@ func (s *Store) runPostgresOnce(fn func(tx *Tx) error) ([]Change, error) {
 	s.operations.Add(1)
 	sqlTx, err := s.readers.BeginTxx(context.Background(), nil)
 	if err != nil {
-		return nil, err
+		return nil, beginError{err} // nothing was written: safe to run again
 	}
 	tx := &Tx{pg: sqlTx, node: s.node}
 	err = runOp(&writeOp{fn: fn}, tx, s.log)

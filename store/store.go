@@ -330,8 +330,11 @@ func (tx *Tx) DeleteSetting(key string) error {
 	return err
 }
 
-// newNodeID returns a fresh node id: a UUIDv7, so ids sort by start time.
-func newNodeID() string { return uuid.Must(uuid.NewV7()).String() }
+// newNodeID returns a fresh node id: a random UUID (v4), so that its
+// first 8 characters, which name the node's PostgreSQL connections
+// (applicationName), tell apart nodes started in the same minute (those
+// of a UUIDv7 are its time stamp's).
+func newNodeID() string { return uuid.Must(uuid.NewRandom()).String() }
 
 // ms turns a time into the stored Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }
