@@ -145,7 +145,7 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 	err = uniqueAs(err, ErrDuplicateIdempotencyKey) // the only UNIQUE index of calls
 	// The row is kept for FinishAnswered, which only a session's client
 	// calls: a built-in call (no session) ends through FinishCall.
-	if err == nil && r.SessionID.Valid {
+	if err == nil && r.SessionID.Valid && tx.pg == nil {
 		stored := *r
 		tx.changes.rows.add(rowChange{r.ID, &stored})
 	}
@@ -200,6 +200,7 @@ func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 	if n > 0 {
 		tx.changes.ended = append(tx.changes.ended, id)
 		tx.dropRow(id)
+		tx.note(ChangeCall, id)
 	}
 	return n > 0, nil
 }
@@ -243,6 +244,7 @@ func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, co
 	}
 	tx.changes.ended = append(tx.changes.ended, id)
 	tx.dropRow(id)
+	tx.note(ChangeCall, id)
 	return &r, nil
 }
 
@@ -256,6 +258,7 @@ func (tx *Tx) SetCallStatus(id string, status toolgate.CallStatus, deadline time
 	n, _ := res.RowsAffected()
 	if n > 0 {
 		tx.changeRow(id, func(r *CallRow) { r.Status, r.Deadline = string(status), ms(deadline) })
+		tx.note(ChangeCall, id)
 	}
 	return n > 0, nil
 }
@@ -312,6 +315,7 @@ func (tx *Tx) SetProgress(id string, progress []byte, deadline time.Time) (bool,
 			r.Progress = sql.NullString{String: string(progress), Valid: true}
 			r.Deadline = ms(deadline)
 		})
+		tx.note(ChangeCall, id)
 	}
 	return n > 0, nil
 }
@@ -375,7 +379,7 @@ func (s *Store) ListCalls(ctx context.Context, f CallFilter) ([]CallRow, error) 
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, f.Limit)
 	var rows []CallRow
-	err := s.readers.SelectContext(ctx, &rows, q, args...)
+	err := s.sel(ctx, &rows, q, args...)
 	return rows, err
 }
 

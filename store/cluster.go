@@ -50,11 +50,26 @@ func (s *Store) Shared() bool { return s.shared }
 
 // OnChanges sets the function told of the changes other nodes commit,
 // from one goroutine, in the order they arrive. Set it before serving. On
-// a store that is not Shared it is never called.
+// a store that is not Shared it is never called. On PostgreSQL the first
+// call starts listening (notify.go): fn is told ChangeResync once the
+// listening connection is up, again after every reconnect, and every
+// ResyncEvery.
 func (s *Store) OnChanges(fn func([]Change)) {
 	s.changesMu.Lock()
 	s.onChanges = fn
 	s.changesMu.Unlock()
+	if s.pg != nil {
+		s.startListening()
+	}
+}
+
+// note records a change to tell the other nodes once the transaction
+// commits (dropped with an operation rolled back). Only where other nodes
+// share the database: on SQLite nobody is told.
+func (tx *Tx) note(kind ChangeKind, id string) {
+	if tx.pg != nil {
+		tx.changes.notes = append(tx.changes.notes, Change{Kind: kind, ID: id})
+	}
 }
 
 var (
@@ -125,6 +140,9 @@ func (tx *Tx) ClaimRun(o Orphan) (bool, error) {
 		return false, err
 	}
 	n, err := res.RowsAffected()
+	if n > 0 {
+		tx.note(ChangeRun, o.ID)
+	}
 	return n > 0, err
 }
 

@@ -1,19 +1,25 @@
-// Package store keeps toolgate's state in SQLite through sqlx on
-// modernc.org/sqlite (pure Go, no cgo): sessions, their tools, calls, runs
-// and the per-session event log.
+// Package store keeps toolgate's state — sessions, their tools, calls,
+// runs and the per-session event log — in SQLite through sqlx on
+// modernc.org/sqlite (pure Go, no cgo), or in PostgreSQL through sqlx on
+// pgx's database/sql driver, where several nodes share the database
+// ([Open] picks by its target; postgres.go and notify.go hold what only
+// PostgreSQL runs). Both run the same queries, written with ? and
+// rebound to $1, $2, ... for PostgreSQL; the migrations are per dialect
+// (package migrations).
 //
-// Writes go through one writer goroutine that groups the operations waiting
-// for it into one transaction (group commit), so many small state changes
-// cost one fsync-free WAL commit between them; each operation still gets its
-// own result, and a failing operation is rolled back to its savepoint without
-// disturbing the others in the batch. Reads use a separate read-only pool,
-// which WAL mode lets run beside the writer.
+// On SQLite, writes go through one writer goroutine that groups the
+// operations waiting for it into one transaction (group commit), so many
+// small state changes cost one fsync-free WAL commit between them; each
+// operation still gets its own result, and a failing operation is rolled
+// back to its savepoint without disturbing the others in the batch. Reads
+// use a separate read-only pool, which WAL mode lets run beside the writer.
 //
 // # The write contract
 //
 // An operation is a closure handed to [Store.Write], [WriteValue] or
-// [Store.WriteAsync]. It runs on the writer goroutine, in a transaction it
-// may share with other operations, and it must keep these rules:
+// [Store.WriteAsync]. On SQLite it runs on the writer goroutine, in a
+// transaction it may share with other operations, and it must keep these
+// rules:
 //
 //   - It may run more than once. When another operation of its batch fails,
 //     the whole batch is rolled back and run again, each operation on its
@@ -34,7 +40,17 @@
 //     error (see [ErrDuplicateIdempotencyKey]); nobody above the store
 //     matches an error's text.
 //
+// On PostgreSQL there is no writer goroutine and no batch: each operation
+// runs in a transaction of its own (READ COMMITTED) on the caller's
+// goroutine, and runs again when PostgreSQL gives the transaction up (a
+// serialization failure or a deadlock): the rules above hold as they are.
+// Once committed, the [Change]s its primitives noted are told to the
+// other nodes ([Store.OnChanges]).
+//
 // # The caches kept at commit
+//
+// (SQLite only: on PostgreSQL other nodes change the tables, so the three
+// caches stay empty and every read goes to the database.)
 //
 // Three in-memory copies of the tables spare the hot path a query: the
 // event tail (each session's newest events, tail.go), the recent finals

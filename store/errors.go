@@ -3,6 +3,9 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -26,12 +29,32 @@ var ErrDuplicateIdempotencyKey = errors.New("store: a call with this idempotency
 // internal error.
 var ErrStorageFull = errors.New("store: the disk holding the database is full")
 
-// isUniqueViolation reports whether err is SQLite refusing a second row
-// with a value a UNIQUE index holds already (not the primary key, which
-// SQLite reports with a code of its own).
+// isUniqueViolation reports whether err is the database refusing a second
+// row with a value a UNIQUE index holds already, not the primary key
+// (which SQLite reports with a code of its own, and PostgreSQL names by
+// its constraint, <table>_pkey).
 func isUniqueViolation(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == pgUniqueViolation && !strings.HasSuffix(pe.ConstraintName, "_pkey")
+}
+
+// PostgreSQL's error codes the store tells apart.
+const (
+	pgUniqueViolation      = "23505"
+	pgDiskFull             = "53100"
+	pgSerializationFailure = "40001"
+	pgDeadlockDetected     = "40P01"
+)
+
+// isRetryable reports whether err is PostgreSQL giving up a transaction
+// that succeeds when run again: a serialization failure or a deadlock.
+func isRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == pgSerializationFailure || pe.Code == pgDeadlockDetected)
 }
 
 // uniqueAs returns err as sentinel when it is a UNIQUE violation, keeping
@@ -43,11 +66,15 @@ func uniqueAs(err error, sentinel error) error {
 	return err
 }
 
-// isNoSpace reports whether err is SQLite failing for want of disk space:
-// SQLITE_FULL (a write to the database or its WAL got ENOSPC), or
+// isNoSpace reports whether err is the database failing for want of disk
+// space: SQLITE_FULL (a write to the database or its WAL got ENOSPC),
 // SQLITE_IOERR_SHMSIZE (the WAL index could not be grown, which on a
-// full disk is the same cause).
+// full disk is the same cause), or PostgreSQL's disk_full.
 func isNoSpace(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == pgDiskFull
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false
@@ -55,7 +82,7 @@ func isNoSpace(err error) bool {
 	return se.Code()&0xff == sqlite3.SQLITE_FULL || se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE
 }
 
-// storageFullAs returns err as a storageFullError when SQLite failed it
+// storageFullAs returns err as a storageFullError when the database failed it
 // for want of disk space (once: an error already translated is returned
 // as it is); any other error as it is.
 func storageFullAs(err error) error {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -10,6 +12,15 @@ import (
 
 var (
 	qAppendEvent = query(`INSERT INTO events (session_id, type, call_id, data, created_at) VALUES (?, ?, ?, ?, ?)`)
+	// On PostgreSQL the session's counter is bumped in the inserting
+	// statement: the session's row stays locked until commit, so a
+	// session's events commit in cursor order whatever node appends them
+	// (a sequence shared by all sessions hands out numbers that can commit
+	// out of order, and a reader past the larger one would skip the
+	// smaller). No row when the session does not exist.
+	qAppendEventCounted = `WITH bumped AS (UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq)
+		INSERT INTO events (session_id, seq, type, call_id, data, created_at)
+		SELECT ?::text, event_seq, ?::text, ?::text, ?::text, ?::bigint FROM bumped RETURNING seq`
 	qEventsAfter = query(`SELECT e.seq, e.type, COALESCE(e.call_id, ''), e.data, COALESCE(c.status, '')
 		FROM events e LEFT JOIN calls c ON c.id = e.call_id
 		WHERE e.session_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`)
@@ -29,6 +40,18 @@ var (
 
 // AppendEvent adds an event to a session's log and returns its cursor.
 func (tx *Tx) AppendEvent(sessionID, typ, callID string, data []byte, now time.Time) (int64, error) {
+	if tx.pg != nil {
+		var seq int64
+		err := tx.get(&seq, qAppendEventCounted, sessionID,
+			sessionID, typ, sql.NullString{String: callID, Valid: callID != ""}, string(data), ms(now))
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("store: append an event to session %q: no such session", sessionID)
+		}
+		if err == nil {
+			tx.note(ChangeEvents, sessionID)
+		}
+		return seq, err
+	}
 	res, err := tx.exec(qAppendEvent,
 		sessionID, typ, sql.NullString{String: callID, Valid: callID != ""}, string(data), ms(now))
 	if err != nil {
@@ -105,17 +128,22 @@ func (r OpenRequest) DeadlineTime() time.Time { return fromMS(r.Deadline) }
 // and have neither ended nor passed their deadline, oldest first, with the
 // newest event cursor of the session, read in one snapshot.
 func (s *Store) OpenRequests(ctx context.Context, sessionID string, now time.Time) (reqs []OpenRequest, lastSeq int64, err error) {
-	tx, err := s.readers.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg != nil {
+		// READ COMMITTED takes a snapshot per statement.
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.readers.BeginTxx(ctx, opts)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer tx.Rollback()
-	err = tx.SelectContext(ctx, &reqs, qOpenRequests, sessionID, ms(now))
+	err = tx.SelectContext(ctx, &reqs, s.bind(qOpenRequests), sessionID, ms(now))
 	if err != nil {
 		return nil, 0, err
 	}
 	var seq sql.NullInt64
-	if err := tx.GetContext(ctx, &seq, qLastEventSeq, sessionID); err != nil {
+	if err := tx.GetContext(ctx, &seq, s.bind(qLastEventSeq), sessionID); err != nil {
 		return nil, 0, err
 	}
 	return reqs, seq.Int64, nil

@@ -65,8 +65,12 @@ func (c *rowChanges) truncate(n int) {
 }
 
 // openRow returns an open call's row as this transaction sees it; nil when
-// this process did not store the call or it has ended.
+// this process did not store the call or it has ended, and always on
+// PostgreSQL, where other nodes change the rows.
 func (tx *Tx) openRow(id string) *CallRow {
+	if tx.pg != nil {
+		return nil
+	}
 	if row, ok := tx.changes.rows.get(id); ok {
 		return row
 	}

@@ -53,12 +53,26 @@ func (tx *Tx) InsertRun(r *RunRow) error {
 			*RunRow
 			Node string `db:"node"` // this node drives the run
 		}{r, tx.node})
+	if err == nil {
+		tx.note(ChangeRun, r.ID)
+	}
 	return err
 }
 
 // AppendRunMessages adds messages (JSON each) after the run's last one,
-// all belonging to step, and sets the run's step count.
+// all belonging to step, and sets the run's step count. The run's row is
+// updated first: on PostgreSQL that locks it until commit, so the last
+// message's number read next is not read by another node's append at
+// the same time.
 func (tx *Tx) AppendRunMessages(runID string, step int, messages [][]byte, now time.Time) error {
+	res, err := tx.exec(`UPDATE runs SET steps = CASE WHEN steps < ? THEN ? ELSE steps END, updated_at = ? WHERE id = ? AND status = 'running'`,
+		step, step, ms(now), runID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errors.New("store: the run is not running")
+	}
 	var next int
 	if err := tx.get(&next, `SELECT COALESCE(MAX(seq) + 1, 0) FROM run_messages WHERE run_id = ?`, runID); err != nil {
 		return err
@@ -69,13 +83,7 @@ func (tx *Tx) AppendRunMessages(runID string, step int, messages [][]byte, now t
 			return err
 		}
 	}
-	res, err := tx.exec(`UPDATE runs SET steps = MAX(steps, ?), updated_at = ? WHERE id = ? AND status = 'running'`, step, ms(now), runID)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return errors.New("store: the run is not running")
-	}
+	tx.note(ChangeRun, runID)
 	return nil
 }
 
@@ -88,6 +96,9 @@ func (tx *Tx) FinishRun(id, status, output, errCode, errMessage string, now time
 		return false, err
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		tx.note(ChangeRun, id)
+	}
 	return n > 0, nil
 }
 
@@ -102,13 +113,13 @@ func (tx *Tx) GetRun(id string) (*RunRow, error) {
 // GetRun reads a run; nil when there is none.
 func (s *Store) GetRun(ctx context.Context, id string) (*RunRow, error) {
 	var r RunRow
-	return rowOrNil(&r, s.readers.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	return rowOrNil(&r, s.get(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 }
 
 // RunMessages returns a run's messages (JSON each) in order.
 func (s *Store) RunMessages(ctx context.Context, runID string) ([][]byte, error) {
 	var rows []string
-	if err := s.readers.SelectContext(ctx, &rows, `SELECT message FROM run_messages WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+	if err := s.sel(ctx, &rows, `SELECT message FROM run_messages WHERE run_id = ? ORDER BY seq`, runID); err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(rows))
@@ -122,7 +133,7 @@ func (s *Store) RunMessages(ctx context.Context, runID string) ([][]byte, error)
 // resuming them at start-up.
 func (s *Store) RunningRunIDs(ctx context.Context) ([]string, error) {
 	var ids []string
-	err := s.readers.SelectContext(ctx, &ids, `SELECT id FROM runs WHERE status = 'running' ORDER BY id`)
+	err := s.sel(ctx, &ids, `SELECT id FROM runs WHERE status = 'running' ORDER BY id`)
 	return ids, err
 }
 
@@ -133,9 +144,18 @@ func (s *Store) RunningRunIDs(ctx context.Context) ([]string, error) {
 // under a limit. Only calls stored with RateLimited count: those made
 // while the tool had a limit, which the partial index calls_rate_limited
 // holds.
+//
+// On PostgreSQL, where other nodes insert calls too, the count first takes
+// a lock on the (session, tool) pair held until commit, so that two nodes
+// cannot both count the same calls and both insert one more.
 func (tx *Tx) RecentCallTimes(sessionID, tool string, since time.Time) ([]time.Time, error) {
 	var stamps []int64
 	var err error
+	if tx.pg != nil {
+		if _, err := tx.exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, sessionID+"/"+tool); err != nil {
+			return nil, err
+		}
+	}
 	if sessionID == "" {
 		err = tx.sel(&stamps, `SELECT created_at FROM calls WHERE session_id IS NULL AND tool = ? AND created_at >= ? AND rate_limited IS NOT NULL ORDER BY created_at`, tool, ms(since))
 	} else {
@@ -156,6 +176,6 @@ func (tx *Tx) RecentCallTimes(sessionID, tool string, since time.Time) ([]time.T
 // run again at start-up.
 func (s *Store) OpenBuiltinCalls(ctx context.Context) ([]CallRow, error) {
 	var rows []CallRow
-	err := s.readers.SelectContext(ctx, &rows, `SELECT `+callColumns+` FROM calls WHERE session_id IS NULL AND status IN ('pending', 'delivered') ORDER BY id`)
+	err := s.sel(ctx, &rows, `SELECT `+callColumns+` FROM calls WHERE session_id IS NULL AND status IN ('pending', 'delivered') ORDER BY id`)
 	return rows, err
 }

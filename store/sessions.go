@@ -51,7 +51,7 @@ var (
 		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason)`
 	qTouchSession   = query(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`)
 	qSetAutoApprove = query(`UPDATE sessions SET auto_approve = ? WHERE id = ?`)
-	qCloseSession   = query(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = MAX(last_seen_at, ?) WHERE id = ? AND closed_at IS NULL`)
+	qCloseSession   = query(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = CASE WHEN last_seen_at < ? THEN ? ELSE last_seen_at END WHERE id = ? AND closed_at IS NULL`)
 	qDeleteToolsOf  = query(`DELETE FROM tools WHERE session_id = ?`)
 	qGetSession     = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`)
 	qOpenSessions   = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE closed_at IS NULL`)
@@ -69,6 +69,7 @@ func (tx *Tx) InsertSession(r *SessionRow) error {
 	_, err := tx.namedExec(qInsertSession, r)
 	if err == nil {
 		tx.changes.sessions = append(tx.changes.sessions, r.ID)
+		tx.note(ChangeSession, r.ID)
 	}
 	return err
 }
@@ -82,6 +83,7 @@ func (tx *Tx) TouchSession(id string, seen time.Time) error {
 // SetAutoApprove changes a session's auto-approve setting.
 func (tx *Tx) SetAutoApprove(id string, on bool) error {
 	_, err := tx.exec(qSetAutoApprove, on, id)
+	tx.note(ChangeSession, id)
 	return err
 }
 
@@ -89,7 +91,7 @@ func (tx *Tx) SetAutoApprove(id string, on bool) error {
 // and removes its tools; its calls and events stay as history. It reports
 // false when the session was already closed.
 func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
-	res, err := tx.exec(qCloseSession, ms(now), reason, ms(now), id)
+	res, err := tx.exec(qCloseSession, ms(now), reason, ms(now), ms(now), id)
 	if err != nil {
 		return false, err
 	}
@@ -98,6 +100,7 @@ func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
 	}
 	_, err = tx.exec(qDeleteToolsOf, id)
 	tx.changes.closed = append(tx.changes.closed, id)
+	tx.note(ChangeSession, id)
 	return true, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -28,6 +29,31 @@ func query(q string) string { registered = append(registered, q); return q }
 // writer's one connection.
 type preparer interface {
 	PreparexContext(ctx context.Context, query string) (*sqlx.Stmt, error)
+}
+
+// On PostgreSQL nothing is prepared here (readPrep and writePrep hold no
+// statement): pgx prepares and caches each statement on its connection
+// itself. A query is rebound from ? to $1, $2, ... (dollar) as it runs.
+
+// dollarQueries caches each query rebound for PostgreSQL.
+var dollarQueries sync.Map // string → string
+
+// dollar returns q with its ? placeholders numbered for PostgreSQL.
+func dollar(q string) string {
+	if d, ok := dollarQueries.Load(q); ok {
+		return d.(string)
+	}
+	d := sqlx.Rebind(sqlx.DOLLAR, q)
+	dollarQueries.Store(q, d)
+	return d
+}
+
+// bind returns q as the store's database takes it.
+func (s *Store) bind(q string) string {
+	if s.pg != nil {
+		return dollar(q)
+	}
+	return q
 }
 
 // prepared holds the statements prepared on one preparer, by their text.
@@ -70,6 +96,9 @@ func (p *prepared) close() {
 
 // exec runs a write statement in the transaction.
 func (tx *Tx) exec(q string, args ...any) (sql.Result, error) {
+	if tx.pg != nil {
+		return tx.pg.Exec(dollar(q), args...)
+	}
 	if st := tx.prep.stmts[q]; st != nil {
 		return st.Exec(args...)
 	}
@@ -78,6 +107,9 @@ func (tx *Tx) exec(q string, args ...any) (sql.Result, error) {
 
 // get reads one row in the transaction.
 func (tx *Tx) get(dest any, q string, args ...any) error {
+	if tx.pg != nil {
+		return tx.pg.Get(dest, dollar(q), args...)
+	}
 	if st := tx.prep.stmts[q]; st != nil {
 		return st.Get(dest, args...)
 	}
@@ -86,6 +118,9 @@ func (tx *Tx) get(dest any, q string, args ...any) error {
 
 // sel reads rows in the transaction.
 func (tx *Tx) sel(dest any, q string, args ...any) error {
+	if tx.pg != nil {
+		return tx.pg.Select(dest, dollar(q), args...)
+	}
 	if st := tx.prep.stmts[q]; st != nil {
 		return st.Select(dest, args...)
 	}
@@ -98,6 +133,9 @@ func (tx *Tx) namedExec(q string, arg any) (sql.Result, error) {
 	positional, args, err := sqlx.Named(q, arg)
 	if err != nil {
 		return nil, err
+	}
+	if tx.pg != nil {
+		return tx.exec(positional, args...)
 	}
 	st, err := tx.prep.prepare(positional)
 	if err != nil {
@@ -123,7 +161,7 @@ func (s *Store) get(ctx context.Context, dest any, q string, args ...any) error 
 	if st := s.readPrep.stmts[q]; st != nil {
 		return st.GetContext(ctx, dest, args...)
 	}
-	return s.readers.GetContext(ctx, dest, q, args...)
+	return s.readers.GetContext(ctx, dest, s.bind(q), args...)
 }
 
 // sel reads rows from the read pool.
@@ -131,7 +169,7 @@ func (s *Store) sel(ctx context.Context, dest any, q string, args ...any) error 
 	if st := s.readPrep.stmts[q]; st != nil {
 		return st.SelectContext(ctx, dest, args...)
 	}
-	return s.readers.SelectContext(ctx, dest, q, args...)
+	return s.readers.SelectContext(ctx, dest, s.bind(q), args...)
 }
 
 // rows runs a query on the read pool for scanning by hand.
@@ -139,5 +177,5 @@ func (s *Store) rows(ctx context.Context, q string, args ...any) (*sql.Rows, err
 	if st := s.readPrep.stmts[q]; st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return s.readers.QueryContext(ctx, q, args...)
+	return s.readers.QueryContext(ctx, s.bind(q), args...)
 }

@@ -61,6 +61,14 @@ type Store struct {
 	changesMu sync.Mutex
 	onChanges func([]Change) // told of other nodes' changes (cluster.go)
 
+	pg *postgres // what runs only on PostgreSQL (postgres.go); nil on SQLite
+
+	// ResyncEvery is how often, on PostgreSQL, the function set with
+	// OnChanges is told ChangeResync even when no notification was
+	// missed: the safety net under LISTEN/NOTIFY. Open sets it to 5 s;
+	// change it before OnChanges.
+	ResyncEvery time.Duration
+
 	// Now is the clock; tests may replace it before use.
 	Now func() time.Time
 }
@@ -83,12 +91,24 @@ func dsn(path string, readOnly bool) string {
 	return "file:" + path + "?" + q
 }
 
-// Open opens (creating if needed) the database at path, applies pending
-// migrations and starts the writer.
-func Open(path string, log *slog.Logger) (*Store, error) {
+// Open opens the database target names, applies pending migrations and
+// starts what writes to it. A target starting with postgres:// or
+// postgresql:// is a PostgreSQL database that several nodes may share
+// (postgres.go); anything else is the path of a SQLite file, created if
+// needed, served by this process alone.
+func Open(target string, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if isPostgresURL(target) {
+		return openPostgres(target, log)
+	}
+	return openSQLite(target, log)
+}
+
+// openSQLite opens (creating if needed) the SQLite database at path,
+// applies pending migrations and starts the writer.
+func openSQLite(path string, log *slog.Logger) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("store: database path %q must not contain '?' or '#'", path)
 	}
@@ -106,7 +126,7 @@ func Open(path string, log *slog.Logger) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	if err := migrate(writer); err != nil {
+	if err := migrateSQLite(writer); err != nil {
 		writer.Close()
 		return nil, err
 	}
@@ -155,6 +175,7 @@ func Open(path string, log *slog.Logger) (*Store, error) {
 		done:      make(chan struct{}),
 		Now:       time.Now,
 	}
+	s.ResyncEvery = defaultResyncEvery
 	cp, err := openCheckpointer(path)
 	if err != nil {
 		writePrep.close()
@@ -201,6 +222,9 @@ func createPrivate(path string, log *slog.Logger) error {
 // Close stops the writer after the operations already submitted, then
 // closes the database.
 func (s *Store) Close() error {
+	if s.pg != nil {
+		return s.closePostgres()
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -225,30 +249,42 @@ func (s *Store) Transactions() int64 { return s.transactions.Load() }
 // Operations returns how many write operations have been run since Open.
 func (s *Store) Operations() int64 { return s.operations.Load() }
 
-// migrate applies, in name order, the embedded migrations not yet recorded,
-// each in its own transaction with its record.
-func migrate(db *sqlx.DB) error {
-	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+// migrateSQLite applies SQLite's migrations (migrations.FS).
+func migrateSQLite(db *sqlx.DB) error {
+	conn, err := db.Connx(context.Background())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return migrate(conn, migrations.FS, func(q string) string { return q })
+}
+
+// migrate applies, in name order, the migrations of files not yet
+// recorded, each in its own transaction with its record, on conn; bind
+// turns a ? query into the database's placeholders.
+func migrate(conn *sqlx.Conn, files fs.FS, bind func(string) string) error {
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("store: create schema_migrations: %w", err)
 	}
-	names, err := fs.Glob(migrations.FS, "*.sql")
+	names, err := fs.Glob(files, "*.sql")
 	if err != nil {
 		return err
 	}
 	sort.Strings(names)
 	for _, name := range names {
 		var n int
-		if err := db.Get(&n, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name); err != nil {
+		if err := conn.GetContext(ctx, &n, bind(`SELECT COUNT(*) FROM schema_migrations WHERE name = ?`), name); err != nil {
 			return err
 		}
 		if n > 0 {
 			continue
 		}
-		body, err := fs.ReadFile(migrations.FS, name)
+		body, err := fs.ReadFile(files, name)
 		if err != nil {
 			return err
 		}
-		tx, err := db.Beginx()
+		tx, err := conn.BeginTxx(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -256,7 +292,7 @@ func migrate(db *sqlx.DB) error {
 			tx.Rollback()
 			return fmt.Errorf("store: migration %s: %w", name, err)
 		}
-		if _, err := tx.Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
+		if _, err := tx.Exec(bind(`INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`), name, time.Now().UnixMilli()); err != nil {
 			tx.Rollback()
 			return err
 		}
@@ -294,8 +330,11 @@ func (tx *Tx) DeleteSetting(key string) error {
 	return err
 }
 
-// newNodeID returns a fresh node id: a UUIDv7, so ids sort by start time.
-func newNodeID() string { return uuid.Must(uuid.NewV7()).String() }
+// newNodeID returns a fresh node id: a random UUID (v4), so that its
+// first 8 characters, which name the node's PostgreSQL connections
+// (applicationName), tell apart nodes started in the same minute (those
+// of a UUIDv7 are its time stamp's).
+func newNodeID() string { return uuid.Must(uuid.NewRandom()).String() }
 
 // ms turns a time into the stored Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }

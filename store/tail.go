@@ -50,16 +50,18 @@ type tailChanges struct {
 	ended    []string    // calls that reached a final status
 	finals   []CallRow   // their records, when the operation gave them
 	rows     rowChanges  // open calls' rows changed (for openRows)
+	notes    []Change    // what other nodes are told (PostgreSQL only)
 }
 
-func (c *tailChanges) len() [6]int {
-	return [6]int{len(c.sessions), len(c.closed), len(c.events), len(c.ended), len(c.finals), len(c.rows.list)}
+func (c *tailChanges) len() [7]int {
+	return [7]int{len(c.sessions), len(c.closed), len(c.events), len(c.ended), len(c.finals), len(c.rows.list), len(c.notes)}
 }
 
 // truncate forgets what an operation rolled back to its savepoint added.
-func (c *tailChanges) truncate(n [6]int) {
+func (c *tailChanges) truncate(n [7]int) {
 	c.sessions, c.closed, c.events, c.ended, c.finals = c.sessions[:n[0]], c.closed[:n[1]], c.events[:n[2]], c.ended[:n[3]], c.finals[:n[4]]
 	c.rows.truncate(n[5])
+	c.notes = c.notes[:n[6]]
 }
 
 // apply records committed changes.

@@ -88,6 +88,7 @@ var (
 // UpsertTool registers a tool or replaces the session's tool of that name.
 func (tx *Tx) UpsertTool(r *ToolRow) error {
 	_, err := tx.namedExec(qUpsertTool, r)
+	tx.note(ChangeSession, r.SessionID)
 	return err
 }
 
@@ -98,6 +99,9 @@ func (tx *Tx) DeleteTool(sessionID, name string) (bool, error) {
 		return false, err
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		tx.note(ChangeSession, sessionID)
+	}
 	return n > 0, nil
 }
 
@@ -141,6 +145,6 @@ func (s *Store) ListTools(ctx context.Context, sessionID string) ([]ToolRow, err
 		args = append(args, sessionID)
 	}
 	q += ` ORDER BY t.session_id, t.name`
-	err := s.readers.SelectContext(ctx, &rows, q, args...)
+	err := s.sel(ctx, &rows, q, args...)
 	return rows, err
 }

@@ -43,7 +43,8 @@ const smallBatch = 8
 // Tx is a write transaction handed to an operation. Its methods are the
 // store's write primitives; an operation composes them.
 type Tx struct {
-	conn    *sqlx.Conn // the writer's connection, inside BEGIN
+	conn    *sqlx.Conn // the writer's connection, inside BEGIN (SQLite)
+	pg      *sqlx.Tx   // the operation's own transaction (PostgreSQL)
 	prep    *prepared
 	rows    openRows    // the open calls' rows as committed
 	changes tailChanges // what the event tail learns once this commits
@@ -65,6 +66,9 @@ type writeOp struct {
 // Write waits for the outcome even when ctx ends after the operation was
 // handed over, so a caller never reports failure for a change that committed.
 func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.pg != nil {
+		return s.writePostgres(ctx, fn)
+	}
 	op := &writeOp{fn: fn, result: make(chan error, 1)}
 	if err := s.submit(ctx, op); err != nil {
 		return err
@@ -93,8 +97,14 @@ func WriteValue[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)
 
 // WriteAsync hands fn to the writer without waiting; an error is logged.
 // It is for bookkeeping nobody is told about (such as marking calls
-// delivered), where the writer's batching should absorb the cost.
+// delivered), where the writer's batching should absorb the cost. (On
+// PostgreSQL, where there is no single writer, fn runs on a goroutine of
+// its own.)
 func (s *Store) WriteAsync(fn func(tx *Tx) error) {
+	if s.pg != nil {
+		s.writePostgresAsync(fn)
+		return
+	}
 	_ = s.submit(context.Background(), &writeOp{fn: fn})
 }
 

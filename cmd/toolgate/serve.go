@@ -121,7 +121,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	var origins, logLevel string
 	var maxBody, maxTools, maxStreamSessions int64
 	f.str(&cfg.Addr, "addr", "TOOLGATE_ADDR", cfg.Addr, "listen address")
-	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite database file")
+	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite file, or a postgres:// URL for several nodes (issue 15)")
 	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret (also opens /metrics); when unset, generated at first start and written to <db>.agent-key (0600), the database keeping only its hash")
 	f.str(&cfg.ClientKey, "client-key", "TOOLGATE_CLIENT_KEY", "", "when set, required to create sessions")
 	f.str(&origins, "allowed-origins", "TOOLGATE_ALLOWED_ORIGINS", "", "comma-separated origins allowed by CORS, e.g. https://app.example.com; * for any")
