@@ -66,12 +66,21 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 		closing, reachable, autoApprove bool
 	)
 	e.ensureSession(ctx, req.SessionID)
-	open := e.sessions.with(req.SessionID, func(s *sessionState) {
-		closing = s.closing > 0
-		tool = s.tools[req.Tool]
-		reachable = s.reachable(now, e.cfg)
-		autoApprove = s.row.AutoApprove
-	})
+	look := func() bool {
+		return e.sessions.with(req.SessionID, func(s *sessionState) {
+			closing = s.closing > 0
+			tool = s.tools[req.Tool]
+			reachable = s.reachable(now, e.cfg)
+			autoApprove = s.row.AutoApprove
+		})
+	}
+	open := look()
+	if open && (tool == nil || !reachable) && e.shared() {
+		// Registered, or seen, through another node a moment ago: the
+		// tables say so before its note arrives.
+		e.refreshSession(ctx, req.SessionID)
+		open = look()
+	}
 	if !open {
 		return nil, false, e.missingSession(ctx, req.SessionID)
 	}
