@@ -232,6 +232,17 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		request = requestEvent(newRow.ID, tool, args, newRow.DeadlineTime(), 1)
 	}
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
+		if limit := e.cfg.MaxOpenCallsPerSession; limit > 0 && sessionID != "" && e.shared() {
+			// Counted here too, not only in this node's memory: other
+			// nodes create calls for the same session.
+			n, err := tx.CountOpenCalls(sessionID)
+			if err != nil {
+				return err
+			}
+			if n >= limit {
+				return store.Refuse(tooManyOpenCalls(sessionID, limit))
+			}
+		}
 		if spec.RateLimit != nil {
 			recent, err := tx.RecentCallTimes(sessionID, tool, now.Add(-toolgate.RateLimitHorizon))
 			if err != nil {

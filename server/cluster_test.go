@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,4 +127,19 @@ func TestOneSweeperEndsOverdueCalls(t *testing.T) {
 		}
 	}
 	t.Fatal("a call past its deadline did not end timed_out within 10 s")
+}
+
+// The bound on a session's open calls holds across nodes: two calls made
+// through node 0 fill it, and a third through node 1 is refused.
+func TestOpenCallBoundHoldsAcrossNodes(t *testing.T) {
+	nodes := clusterNodes(t, 2, func(c *server.Config) { c.MaxOpenCallsPerSession = 2 })
+	s := nodes[0].newSession("tab")
+	nodes[0].register(s, echoTool)
+	nodes[0].startCall(s, "echo", map[string]any{"text": "1"}, 10000)
+	nodes[0].startCall(s, "echo", map[string]any{"text": "2"}, 10000)
+	status, body := nodes[1].do("POST", "/v1/calls", testAgentKey,
+		map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "3"}, "wait": false})
+	if status != 429 || !strings.Contains(string(body), "RATE_LIMITED") {
+		t.Fatalf("a third open call through another node: %d %s, want 429 RATE_LIMITED", status, body)
+	}
 }

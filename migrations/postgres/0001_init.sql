@@ -81,6 +81,10 @@ CREATE TABLE calls (
 CREATE UNIQUE INDEX calls_by_idempotency_key ON calls (idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX calls_open ON calls (deadline)
 WHERE (status = 'pending' OR status = 'delivered' OR status = 'awaiting_approval');
+-- A session's open calls, counted against --max-open-calls-per-session
+-- by whichever node creates the next one (store.CountOpenCalls).
+CREATE INDEX calls_open_by_session ON calls (session_id)
+WHERE (status = 'pending' OR status = 'delivered' OR status = 'awaiting_approval');
 CREATE INDEX calls_by_session ON calls (session_id, id);
 CREATE INDEX calls_by_run ON calls (run_id, id) WHERE run_id IS NOT NULL;
 CREATE INDEX calls_rate_limited ON calls (session_id, tool, created_at) WHERE rate_limited IS NOT NULL;
