@@ -66,7 +66,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		}
 		model = m
 	}
-	return &Agent{
+	a := &Agent{
 		Registry: reg,
 		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.st, now: e.now}, Log: log},
 		e:        e,
@@ -74,7 +74,10 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		limits:   newRunLimits(cfg),
 		feeds:    map[string]*runFeed{},
 		imports:  imports,
-	}, nil
+	}
+	claim := a.claimOrphanRuns
+	e.onOrphanRuns.Store(&claim)
+	return a, nil
 }
 
 // importMCPServers adds a tool set to reg for each imported MCP server
@@ -122,6 +125,9 @@ func (a *Agent) resume(ctx context.Context) error {
 	if err := a.e.resumeBuiltinCalls(ctx); err != nil {
 		return fmt.Errorf("resume built-in calls: %w", err)
 	}
+	if a.e.shared() {
+		return nil // the runs of stopped nodes are claimed with their calls (claimOrphanRuns)
+	}
 	ids, err := a.e.st.RunningRunIDs(ctx)
 	if err != nil {
 		return fmt.Errorf("resume runs: %w", err)
@@ -143,6 +149,33 @@ func (a *Agent) resume(ctx context.Context) error {
 		a.log.Info("runs resumed", "runs", len(ids))
 	}
 	return nil
+}
+
+// claimOrphanRuns takes over the runs whose node's lease lapsed (that node
+// was stopped or killed) and drives them here. The engine's sweep calls it
+// on the node holding the sweeper lease, and resume at start-up.
+func (a *Agent) claimOrphanRuns(ctx context.Context) {
+	if a.Runner.Model == nil {
+		return // left for a node with a model
+	}
+	orphans, err := a.e.st.OrphanedRuns(ctx)
+	if err != nil {
+		a.log.Error("list orphaned runs", "err", err)
+		return
+	}
+	for _, o := range orphans {
+		claimed, err := store.WriteValue(ctx, a.e.st, func(tx *store.Tx) (bool, error) { return tx.ClaimRun(o) })
+		if err != nil || !claimed {
+			continue
+		}
+		startedBy := ""
+		if run, err := a.Runner.Store.LoadRun(ctx, o.ID); err == nil && run.StartedBySession != "" {
+			startedBy = run.StartedBySession
+			a.limits.resumed(startedBy)
+		}
+		a.log.Info("claimed a run of a stopped node", "run", o.ID, "from", o.Node)
+		a.launch(o.ID, startedBy)
+	}
 }
 
 // launch drives a stored run in the background, until it ends or the
@@ -201,7 +234,7 @@ func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, startedBy
 		msgs = append(msgs, toolgate.ChatMessage{Role: toolgate.RoleUser, Content: req.Input})
 	}
 	if req.SessionID != "" {
-		if !a.e.sessions.isOpen(req.SessionID) {
+		if !a.e.ensureSession(ctx, req.SessionID) {
 			return "", nil, a.e.missingSession(ctx, req.SessionID)
 		}
 	}

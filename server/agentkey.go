@@ -57,8 +57,8 @@ func (k *agentKey) foundIn(s string) bool {
 // generated agent key is written, readable by its owner alone; "" for a
 // database in memory, whose key is only printed.
 func AgentKeyFile(dbPath string) string {
-	if dbPath == "" || dbPath == ":memory:" {
-		return ""
+	if dbPath == "" || dbPath == ":memory:" || IsPostgresURL(dbPath) {
+		return "" // a PostgreSQL deployment configures its key on every node
 	}
 	return dbPath + ".agent-key"
 }

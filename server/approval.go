@@ -25,6 +25,7 @@ func (e *Engine) approverOf(secret string) (approver, error) {
 		return approver{agent: true}, nil
 	}
 	var sid string
+	e.ensureSessionByToken(e.life, hashToken(secret))
 	if !e.sessions.withToken(hashToken(secret), func(s *sessionState) { sid = s.row.ID }) {
 		return approver{}, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key or session token")
 	}
@@ -161,7 +162,7 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 // to its tools marked unless_auto_approved go out without waiting (tools
 // marked always still wait).
 func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
-	if !e.sessions.isOpen(sid) {
+	if !e.ensureSession(ctx, sid) {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 	}
 	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.SetAutoApprove(sid, on) }); err != nil {

@@ -160,17 +160,30 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 // resumeBuiltinCalls runs again the built-in calls a stopped process left
 // open (pending), so a run waiting on one goes on.
 func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
+	if e.shared() {
+		// Other nodes may be running them: only those of stopped nodes
+		// are taken over, now and by the sweep (claimOrphans).
+		e.claimOrphans(ctx)
+		return nil
+	}
 	rows, err := e.st.OpenBuiltinCalls(ctx)
 	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		tool, _, err := e.builtinEntry(r.Tool)
-		if err != nil {
-			e.log.Warn("open call of an unknown built-in tool left to time out", "call", r.ID, "tool", r.Tool)
-			continue
-		}
-		e.startBuiltin(&r, tool)
+	for i := range rows {
+		e.resumeBuiltinCall(ctx, &rows[i])
 	}
 	return nil
+}
+
+// resumeBuiltinCall runs again an open call of a tool inside the gateway
+// that a stopped process (or node) was running.
+func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
+	tool, _, err := e.builtinEntry(r.Tool)
+	if err != nil {
+		e.log.Warn("open call of an unknown built-in tool left to time out", "call", r.ID, "tool", r.Tool)
+		return
+	}
+	e.waiters.opened(r.ID, "", 0) // stored already: counted, never refused
+	e.startBuiltin(r, tool)
 }

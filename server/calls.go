@@ -65,6 +65,7 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 		tool                            *toolEntry
 		closing, reachable, autoApprove bool
 	)
+	e.ensureSession(ctx, req.SessionID)
 	open := e.sessions.with(req.SessionID, func(s *sessionState) {
 		closing = s.closing > 0
 		tool = s.tools[req.Tool]

@@ -47,7 +47,7 @@ import (
 // the defaults of DefaultConfig.
 type Config struct {
 	Addr           string   // listen address, e.g. "127.0.0.1:8080"
-	DBPath         string   // SQLite file
+	DBPath         string   // SQLite file, or a postgres:// URL shared by several nodes
 	AgentKey       string   // caller/admin secret; when empty, generated into the key file (agentkey.go)
 	ClientKey      string   // when set, required to create sessions
 	AllowedOrigins []string // CORS origins for browser clients on other origins
@@ -314,6 +314,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, v))
 		}
 	}
+	if IsPostgresURL(c.DBPath) && c.AgentKey == "" {
+		errs = append(errs, errors.New("a PostgreSQL database is shared by several nodes, which must all accept the same agent key: set --agent-key (TOOLGATE_AGENT_KEY) to the same value on every node"))
+	}
 	if c.MinTimeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("min timeout %s is above max timeout %s", c.MinTimeout, c.MaxTimeout))
 	}
@@ -385,4 +388,10 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("tls cert %q and key %q: %w", c.TLSCert, c.TLSKey, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// IsPostgresURL reports whether a --db value names a PostgreSQL database
+// (postgres:// or postgresql://) rather than a SQLite file.
+func IsPostgresURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -66,6 +67,10 @@ type Engine struct {
 	progress  *progressWatchers // runs waiting on calls, told of their progress
 	toolWatch *toolWatchers     // told when the tools callers can see change
 	running   *runningBuiltins  // the built-in calls executing, to cancel
+
+	// onOrphanRuns is the agent's, for several nodes (cluster.go): asked
+	// to claim the runs of stopped nodes.
+	onOrphanRuns atomic.Pointer[func(ctx context.Context)]
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -126,6 +131,11 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	for _, c := range open {
 		e.deadlines.schedule(c.ID, c.DeadlineTime())
 		e.waiters.opened(c.ID, c.SessionID.String, 0) // stored already: counted, never refused
+	}
+	if st.Shared() {
+		if err := e.joinCluster(ctx); err != nil {
+			return nil, fmt.Errorf("join the other nodes: %w", err)
+		}
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()

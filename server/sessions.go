@@ -270,6 +270,7 @@ func (e *Engine) AuthorizeSession(ctx context.Context, sid, token string) error 
 		return toolgate.Errorf(toolgate.EUnauthenticated, "a session token is required (Authorization: Bearer <token>)")
 	}
 	hash := hashToken(token)
+	e.ensureSessionByToken(ctx, hash) // created on another node
 	var another bool
 	found := e.sessions.withToken(hash, func(s *sessionState) {
 		if another = s.row.ID != sid; !another {
@@ -312,6 +313,7 @@ func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.Session
 	}
 	now := e.now()
 	var v *toolgate.SessionView
+	e.ensureSession(ctx, sid)
 	if e.sessions.with(sid, func(s *sessionState) { v = e.viewLocked(row, s, now) }) {
 		return v, nil
 	}
@@ -349,6 +351,7 @@ func (e *Engine) ListSessions(ctx context.Context, q toolgate.SessionQuery) (*to
 	ids := make([]string, len(rows))
 	for i := range rows {
 		ids[i] = rows[i].ID
+		e.ensureSession(ctx, ids[i]) // one another node created
 	}
 	// A session closed since the read is left out.
 	e.sessions.withEach(ids, func(i int, s *sessionState) {
@@ -485,12 +488,13 @@ func (e *Engine) sweepLoop() {
 // pruning. The sweep loop calls it; tests may call it directly.
 func (e *Engine) Sweep(ctx context.Context) {
 	now := e.now()
+	// With other nodes, one at a time ends overdue calls, expires sessions
+	// and prunes events (the sweeper lease); every node writes when its
+	// own sessions were seen and tells its watchers of reachability.
+	sweeps := e.sweeper(ctx)
+	e.sessions.forgetClosed(time.Now().Add(-time.Minute))
 	var expired []string
-	type seen struct {
-		id string
-		at time.Time
-	}
-	var touched []seen
+	var touched []sessionSeen
 	var flipped []string // sessions that became reachable or unreachable
 	e.sessions.each(func(s *sessionState) {
 		if s.streams > 0 || s.polls > 0 {
@@ -500,11 +504,13 @@ func (e *Engine) Sweep(ctx context.Context) {
 			flipped = append(flipped, s.row.ID)
 		}
 		if now.Sub(s.lastSeen) >= e.cfg.SessionTTL {
-			expired = append(expired, s.row.ID)
+			if sweeps {
+				expired = append(expired, s.row.ID)
+			}
 			return
 		}
 		if s.lastSeen.After(s.lastSave) {
-			touched = append(touched, seen{s.row.ID, s.lastSeen})
+			touched = append(touched, sessionSeen{s.row.ID, s.lastSeen})
 			s.lastSave = s.lastSeen
 		}
 	})
@@ -514,12 +520,22 @@ func (e *Engine) Sweep(ctx context.Context) {
 	// Quiet sessions' recent events leave memory; their readers use the table.
 	e.st.TrimEventTail(now.Add(-e.cfg.SweepInterval))
 	for _, id := range expired {
+		if e.shared() && e.seenElsewhere(ctx, id, now) {
+			continue
+		}
 		if err := e.closeSession(ctx, id, "expired"); err != nil {
 			e.log.Error("expire session", "session", id, "err", err)
 		}
 	}
 	// Open calls past their deadline that the deadline queue did not end
 	// (it should have; this makes a missed one cost a sweep, not forever).
+	if !sweeps {
+		e.writeTouches(ctx, touched)
+		return
+	}
+	if e.shared() {
+		e.claimOrphans(ctx)
+	}
 	if overdue, err := e.st.OverdueCalls(ctx, now.Add(-time.Second), 1000); err != nil {
 		e.log.Error("sweep: overdue calls", "err", err)
 	} else if len(overdue) > 0 {

@@ -1,6 +1,9 @@
 package server
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // sessionTable is the open sessions in memory, by id and by token hash. It
 // keeps these invariants:
@@ -24,10 +27,14 @@ type sessionTable struct {
 	// opened counts the listeners ever registered, to order each
 	// session's (see listener.opened).
 	opened uint64
+	// closedAt remembers, for a while, the sessions removed because they
+	// closed: a read of the tables that began before the close must not
+	// put one back (cluster.go). Sessions never reopen.
+	closedAt map[string]time.Time
 }
 
 func newSessionTable() *sessionTable {
-	return &sessionTable{byID: map[string]*sessionState{}, byToken: map[string]*sessionState{}}
+	return &sessionTable{byID: map[string]*sessionState{}, byToken: map[string]*sessionState{}, closedAt: map[string]time.Time{}}
 }
 
 // add puts a session whose insert has committed into the table.
@@ -51,6 +58,7 @@ func (t *sessionTable) remove(sid, reason string) bool {
 	}
 	delete(t.byID, sid)
 	delete(t.byToken, s.row.TokenHash)
+	t.closedAt[sid] = time.Now()
 	if s.reachTimer != nil {
 		s.reachTimer.Stop()
 	}
@@ -140,4 +148,22 @@ func (t *sessionTable) wake(sid string) {
 // sessions stay open in the store.
 func (t *sessionTable) closeAll() {
 	t.each((*sessionState).closeListeners)
+}
+
+// recentlyClosed reports, under the table's lock, whether sid was removed
+// as closed lately.
+func (t *sessionTable) recentlyClosedLocked(sid string) bool {
+	_, ok := t.closedAt[sid]
+	return ok
+}
+
+// forgetClosed drops the closes older than before.
+func (t *sessionTable) forgetClosed(before time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, at := range t.closedAt {
+		if at.Before(before) {
+			delete(t.closedAt, id)
+		}
+	}
 }

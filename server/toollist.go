@@ -23,6 +23,7 @@ const (
 func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error) {
 	now := e.now()
 	var tools []toolgate.ToolInfo
+	e.ensureSession(ctx, sid)
 	if e.sessions.with(sid, func(s *sessionState) { tools = e.toolInfosLocked(s, now) }) {
 		return tools, nil
 	}

@@ -134,3 +134,14 @@ func (w *callWaiters) stillOpen(ids []string) []string {
 	}
 	return open
 }
+
+// waitedFor lists the calls someone on this node waits for.
+func (w *callWaiters) waitedFor() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.waiting))
+	for id := range w.waiting {
+		ids = append(ids, id)
+	}
+	return ids
+}

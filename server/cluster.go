@@ -1,0 +1,355 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/store"
+)
+
+// Several nodes on one database (PostgreSQL; store.Shared). The tables are
+// the truth and each node's memory a copy of what it serves: another node's
+// committed change reaches this one as a store.Change carrying an id, and
+// this node reads that session or call again (applyChanges). A session
+// created elsewhere is read in the first time a request names it
+// (ensureSession), so a change that has not arrived yet never makes a
+// session look unknown. One node at a time, holding the sweeper lease,
+// ends overdue calls, expires sessions and prunes events; each node keeps
+// a lease of its own alive, and when it lapses (the node was killed) the
+// sweeper claims the runs and built-in calls that node was driving.
+
+const (
+	// nodeLeaseTTL is how long a node counts as alive after renewing its
+	// lease: past it, its work is claimed by another node.
+	nodeLeaseTTL = 15 * time.Second
+	// nodeLeaseEvery is how often a node renews its lease and, in the same
+	// loop, writes when its sessions were last seen.
+	nodeLeaseEvery = 5 * time.Second
+	// sweeperLease names the lease of the one node that sweeps.
+	sweeperLease = "sweeper"
+)
+
+// shared reports whether other nodes share the database.
+func (e *Engine) shared() bool { return e.st.Shared() }
+
+// joinCluster makes this node known (its lease), listens to the other
+// nodes' changes and starts the loop that renews the lease. Called by
+// NewEngine on a shared store.
+func (e *Engine) joinCluster(ctx context.Context) error {
+	if _, err := e.st.TakeLease(ctx, store.NodeLease(e.st.Node()), nodeLeaseTTL); err != nil {
+		return err
+	}
+	e.st.OnChanges(e.applyChanges)
+	e.stopped.Add(1)
+	go func() {
+		defer e.stopped.Done()
+		t := time.NewTicker(nodeLeaseEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stop:
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				e.st.ReleaseLease(ctx, sweeperLease) // another node sweeps at once
+				cancel()
+				return
+			case <-t.C:
+				if _, err := e.st.TakeLease(e.life, store.NodeLease(e.st.Node()), nodeLeaseTTL); err != nil {
+					e.log.Error("renew the node's lease", "err", err)
+				}
+				e.touchSeen(e.life)
+			}
+		}
+	}()
+	e.log.Info("joined the nodes sharing the database", "node", e.st.Node())
+	return nil
+}
+
+// applyChanges reads again what other nodes changed. It runs on the
+// store's listener goroutine, one batch at a time.
+func (e *Engine) applyChanges(changes []store.Change) {
+	ctx := e.life
+	for _, c := range changes {
+		switch c.Kind {
+		case store.ChangeSession:
+			e.refreshSession(ctx, c.ID)
+		case store.ChangeEvents:
+			e.sessions.wake(c.ID)
+		case store.ChangeCall:
+			e.refreshCall(ctx, c.ID)
+		case store.ChangeRun:
+			// A run's live feed is served by the node driving it; the
+			// others answer GET /v1/runs/{id} from the tables.
+		case store.ChangeResync:
+			e.resync(ctx)
+		}
+	}
+}
+
+// ensureSession reads an open session another node created into this
+// node's table, the first time a request names it; it reports whether the
+// session is open. Without other nodes every open session is in the table
+// already.
+func (e *Engine) ensureSession(ctx context.Context, sid string) bool {
+	if e.sessions.isOpen(sid) {
+		return true
+	}
+	if !e.shared() || sid == "" {
+		return false
+	}
+	e.refreshSession(ctx, sid)
+	return e.sessions.isOpen(sid)
+}
+
+// ensureSessionByToken is ensureSession for the session a token opens.
+func (e *Engine) ensureSessionByToken(ctx context.Context, hash string) {
+	if !e.shared() || e.sessions.withToken(hash, func(*sessionState) {}) {
+		return
+	}
+	row, err := e.st.FindSessionByTokenHash(ctx, hash)
+	if err != nil || row == nil || row.Closed() {
+		return
+	}
+	e.refreshSession(ctx, row.ID)
+}
+
+// refreshSession makes this node's copy of a session what the tables say:
+// closed (its streams end), or open with its stored tools and settings.
+func (e *Engine) refreshSession(ctx context.Context, sid string) {
+	row, err := e.st.GetSession(ctx, sid)
+	if err != nil {
+		e.log.Error("read a session another node changed", "session", sid, "err", err)
+		return
+	}
+	if row == nil {
+		return
+	}
+	if row.Closed() {
+		if e.sessions.remove(sid, row.CloseReason) {
+			e.toolWatch.changed(sid)
+		}
+		return
+	}
+	tools, err := e.st.ListTools(ctx, sid)
+	if err != nil {
+		e.log.Error("read the tools of a session another node changed", "session", sid, "err", err)
+		return
+	}
+	e.applySessionRow(row, tools)
+}
+
+// applySessionRow installs an open session's stored row and tools in the
+// table, adding the session when this node did not know it. It reports
+// whether its tools changed (then watchers are told).
+func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
+	seen := time.UnixMilli(row.LastSeenAt)
+	changed := false
+	e.sessions.locked(func() {
+		s := e.sessions.byID[row.ID]
+		if s == nil && e.sessions.recentlyClosedLocked(row.ID) {
+			return // read before it closed here
+		}
+		if s == nil {
+			s = newSessionState(*row, seen)
+			s.shownReachable = s.reachable(e.now(), e.cfg)
+			e.sessions.byID[row.ID] = s
+			e.sessions.byToken[row.TokenHash] = s
+			changed = true
+		}
+		s.row.AutoApprove = row.AutoApprove
+		if seen.After(s.lastSeen) {
+			s.lastSeen, s.lastSave = seen, seen
+		}
+		if !sameTools(s.tools, tools) {
+			next := make(map[string]*toolEntry, len(tools))
+			for i := range tools {
+				t := &tools[i]
+				if old := s.tools[t.Name]; old != nil && old.registeredAt.Equal(t.RegisteredTime()) {
+					next[t.Name] = old
+					continue
+				}
+				next[t.Name] = storedToolEntry(e.schemas, t.Spec(), t.RegisteredTime())
+			}
+			s.tools = next
+			changed = true
+		}
+	})
+	if changed {
+		e.toolWatch.changed(row.ID)
+	}
+}
+
+// sameTools reports whether a session's tools in memory are the stored
+// ones: the same names, each registered at the same time.
+func sameTools(have map[string]*toolEntry, stored []store.ToolRow) bool {
+	if len(have) != len(stored) {
+		return false
+	}
+	for i := range stored {
+		t := have[stored[i].Name]
+		if t == nil || !t.registeredAt.Equal(stored[i].RegisteredTime()) {
+			return false
+		}
+	}
+	return true
+}
+
+// refreshCall tells this node's waiters of a call another node changed:
+// its end, or its latest progress.
+func (e *Engine) refreshCall(ctx context.Context, id string) {
+	row, err := e.st.GetCall(ctx, id)
+	if err != nil {
+		e.log.Error("read a call another node changed", "call", id, "err", err)
+		return
+	}
+	if row == nil {
+		return
+	}
+	if toolgate.CallStatus(row.Status).Final() {
+		e.waiters.ended(id)
+		e.running.stop(id) // a tool running here for it stops
+		return
+	}
+	if row.Progress.Valid {
+		e.progress.reported(id, json.RawMessage(row.Progress.String))
+	}
+}
+
+// resync reads again everything another node may have changed while its
+// notes could not arrive: the open sessions and their tools, and the calls
+// someone here waits for; every session's streams look at their log again.
+func (e *Engine) resync(ctx context.Context) {
+	rows, err := e.st.OpenSessions(ctx)
+	if err != nil {
+		e.log.Error("resync sessions", "err", err)
+		return
+	}
+	tools, err := e.st.ListTools(ctx, "")
+	if err != nil {
+		e.log.Error("resync tools", "err", err)
+		return
+	}
+	bySession := map[string][]store.ToolRow{}
+	for _, t := range tools {
+		bySession[t.SessionID] = append(bySession[t.SessionID], t)
+	}
+	open := make(map[string]bool, len(rows))
+	for i := range rows {
+		open[rows[i].ID] = true
+		e.applySessionRow(&rows[i], bySession[rows[i].ID])
+	}
+	var gone []string
+	e.sessions.each(func(s *sessionState) {
+		if !open[s.row.ID] {
+			gone = append(gone, s.row.ID)
+		}
+	})
+	for _, sid := range gone {
+		e.refreshSession(ctx, sid) // closed since: read why, and close here
+	}
+	e.sessions.each((*sessionState).wakeLocked)
+	for _, id := range e.waiters.waitedFor() {
+		e.refreshCall(ctx, id)
+	}
+}
+
+// sessionSeen is when a session was last seen, to be written.
+type sessionSeen struct {
+	id string
+	at time.Time
+}
+
+// touchSeen writes when the sessions this node holds a stream or poll of
+// were last seen, so that the other nodes count them reachable and the
+// sweeper does not expire them.
+func (e *Engine) touchSeen(ctx context.Context) {
+	now := e.now()
+	var touched []sessionSeen
+	e.sessions.each(func(s *sessionState) {
+		if s.streams > 0 || s.polls > 0 {
+			s.lastSeen = now
+		}
+		if s.lastSeen.After(s.lastSave) {
+			touched = append(touched, sessionSeen{s.row.ID, s.lastSeen})
+			s.lastSave = s.lastSeen
+		}
+	})
+	e.writeTouches(ctx, touched)
+}
+
+// writeTouches stores when sessions were last seen.
+func (e *Engine) writeTouches(ctx context.Context, touched []sessionSeen) {
+	if len(touched) == 0 {
+		return
+	}
+	err := e.st.Write(ctx, func(tx *store.Tx) error {
+		for _, t := range touched {
+			if err := tx.TouchSession(t.id, t.at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Error("write when sessions were seen", "err", err)
+	}
+}
+
+// seenElsewhere reports whether a session this node would expire was seen
+// by another node within the time-to-live (its stream is there); its
+// last sight is then copied here.
+func (e *Engine) seenElsewhere(ctx context.Context, sid string, now time.Time) bool {
+	row, err := e.st.GetSession(ctx, sid)
+	if err != nil || row == nil {
+		return true // not now: the next sweep looks again
+	}
+	seen := time.UnixMilli(row.LastSeenAt)
+	if now.Sub(seen) >= e.cfg.SessionTTL {
+		return false
+	}
+	e.sessions.with(sid, func(s *sessionState) {
+		if seen.After(s.lastSeen) {
+			s.lastSeen, s.lastSave = seen, seen
+		}
+	})
+	return true
+}
+
+// sweeper reports whether this node does the sweep now: always without
+// other nodes, else while it holds the sweeper lease.
+func (e *Engine) sweeper(ctx context.Context) bool {
+	if !e.shared() {
+		return true
+	}
+	ok, err := e.st.TakeLease(ctx, sweeperLease, 3*e.cfg.SweepInterval)
+	if err != nil {
+		e.log.Error("take the sweeper lease", "err", err)
+		return false
+	}
+	return ok
+}
+
+// claimOrphans takes over, for this node, the built-in calls and runs of
+// nodes whose lease lapsed, and goes on with them.
+func (e *Engine) claimOrphans(ctx context.Context) {
+	calls, err := e.st.OrphanedBuiltinCalls(ctx)
+	if err != nil {
+		e.log.Error("list orphaned built-in calls", "err", err)
+	}
+	for _, o := range calls {
+		claimed, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (bool, error) { return tx.ClaimCall(o) })
+		if err != nil || !claimed {
+			continue
+		}
+		row, err := e.st.GetCall(ctx, o.ID)
+		if err != nil || row == nil {
+			continue
+		}
+		e.log.Info("claimed a built-in call of a stopped node", "call", o.ID, "from", o.Node)
+		e.resumeBuiltinCall(ctx, row)
+	}
+	if fn := e.onOrphanRuns.Load(); fn != nil {
+		(*fn)(ctx)
+	}
+}
