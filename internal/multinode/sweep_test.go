@@ -14,7 +14,10 @@ import (
 // the call timed_out; a session whose client vanished expires once (one
 // close, one call_cancelled for its open call), whatever node sweeps.
 func TestSweepUnderLease(t *testing.T) {
-	c := startCluster(t, 3, "--sweep-interval", "200ms", "--session-grace", "2s", "--session-ttl", "4s")
+	// A session-ttl above the 5 s at which a node writes when its sessions
+	// were last seen, so that a session polled on one node is not expired
+	// by the sweep on another.
+	c := startCluster(t, 3, "--sweep-interval", "200ms", "--session-grace", "2s", "--session-ttl", "8s")
 	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
