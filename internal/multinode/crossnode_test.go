@@ -65,7 +65,12 @@ func TestCallAcrossThreeNodes(t *testing.T) {
 		defer cancel()
 		var request polledEvent
 		for cursor := int64(-1); request.ID == ""; {
-			events, next, err := poll(ctx, n1.URL, s, cursor, 5*time.Second)
+			select {
+			case r := <-done:
+				t.Fatalf("the caller on node 2 returned before the call was answered: %d %s %v", r.status, r.call.Status, r.err)
+			default:
+			}
+			events, next, err := poll(ctx, n1.URL, s, cursor, time.Second)
 			if err != nil {
 				t.Fatalf("poll on node 1: %v", err)
 			}
