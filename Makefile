@@ -3,7 +3,7 @@
 GO ?= go
 SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: run build test vet race e2e mobile-check bench chaos postgres
+.PHONY: run build test vet race e2e mobile-check bench chaos postgres multinode
 
 run:
 	$(GO) run ./cmd/toolgate serve
@@ -83,3 +83,11 @@ bench:
 CHAOS_KILLS ?= 50
 chaos:
 	TOOLGATE_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./internal/chaos
+
+# The multi-node tests: three real toolgate serve processes on one
+# throwaway PostgreSQL (package pgtest), a client on one node, a caller on
+# another and the answer through the third; each node killed with SIGKILL
+# in turn behind a round-robin proxy; one node's database connections cut;
+# the sweep under a lease. They also run in `make test` (well under a minute).
+multinode: postgres
+	$(GO) test -count=1 -timeout 10m -v ./internal/multinode

@@ -31,6 +31,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 		"--rounds", "2", "--roundtrip-calls", "40", "--warmup", "10",
 		"--concurrency", "4,8", "--load-warmup", "100ms", "--load-duration", "300ms",
 		"--idle-sessions", "200", "--idle-settle", "300ms", "--recovery-calls", "200", "--recovery-sessions", "20",
+		"--commit-count-calls", "100", "--stats-settle", "1s",
 		"--out", out, "--timeout", "140s")
 	logs, err := cmd.CombinedOutput()
 	if err != nil {
@@ -56,6 +57,10 @@ func TestHarnessEndToEnd(t *testing.T) {
 		sysBaseline: append([]string{"idle_session_bytes"}, withClients...),
 		sysFloor:    common,
 	}
+	nodes := []string{"nodes_roundtrip_p50_us", "nodes_roundtrip_p99_us", "nodes_calls_per_s_4", "nodes_load_p50_us_4", "nodes_load_p99_us_4"}
+	for _, sys := range []string{sysNodesSQLite, sysNodesPG1, sysNodesPG3} {
+		want[sys] = nodes
+	}
 	for sys, keys := range want {
 		var figures map[string]float64
 		if err := json.Unmarshal(res[sys], &figures); err != nil {
@@ -65,6 +70,15 @@ func TestHarnessEndToEnd(t *testing.T) {
 			if v, ok := figures[k]; !ok || !(v > 0) {
 				t.Errorf("%s.%s = %v (present %v), want a positive number", sys, k, v, ok)
 			}
+		}
+	}
+	// The commits per call are counted exactly on SQLite; on PostgreSQL a
+	// settle of 1 s is too short for an exact count, so only its presence.
+	for _, sys := range []string{sysNodesSQLite, sysNodesPG1, sysNodesPG3} {
+		var figures map[string]float64
+		json.Unmarshal(res[sys], &figures)
+		if v, ok := figures["nodes_db_commits_per_call"]; !ok || (sys == sysNodesSQLite && !(v > 0)) {
+			t.Errorf("%s.nodes_db_commits_per_call = %v (present %v)", sys, v, ok)
 		}
 	}
 	for _, k := range []string{"idle_session_bytes", "idle_session_bytes_h1_tls", "idle_session_bytes_h2", "idle_session_bytes_multi", "idle_session_bytes_multi_h2", "recovery_serving_ms", "recovery_delivered_ms", "db_transactions_per_call"} {

@@ -49,8 +49,15 @@ func runHarness(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := idleFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
-		return err
+	if cfg.Only == "" || cfg.Only == "nodes" {
+		if err := nodesFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
+			return fmt.Errorf("several nodes: %w", err)
+		}
+	}
+	if cfg.Only == "" || cfg.Only == "idle" {
+		if err := idleFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
+			return err
+		}
 	}
 	for r := range cfg.Rounds {
 		if cfg.Only != "" {

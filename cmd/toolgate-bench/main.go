@@ -1,8 +1,9 @@
 // Command toolgate-bench measures toolgate against an in-memory WebSocket
 // gateway (the kind it replaces) and a bare HTTP echo floor, in one run on
 // loopback: round trips, calls per second, memory per idle session,
-// recovery after a kill, and database transactions per call. It prints a
-// table and writes bench/results.json; BENCHMARKS.md explains the figures.
+// recovery after a kill, and database transactions per call; and the
+// gateway on SQLite next to PostgreSQL on one node and on three (issue
+// 15). It prints a table and writes bench/results.json; BENCHMARKS.md explains the figures.
 //
 // With no subcommand it is the harness. It re-executes itself for the
 // processes it starts: "clients" (SDK or WebSocket clients), "idle" (many
@@ -93,6 +94,8 @@ type config struct {
 	IdleSettle       time.Duration `json:"idle_settle_ns"`
 	RecoveryCalls    int           `json:"recovery_calls"`
 	RecoverySessions int           `json:"recovery_sessions"`
+	CommitCountCalls int           `json:"commit_count_calls"`
+	StatsSettle      time.Duration `json:"stats_settle_ns"`
 	Only             string        `json:"only,omitempty"`
 	Out              string        `json:"-"`
 	CPUProfile       string        `json:"-"`
@@ -113,7 +116,9 @@ func parseHarnessFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.IdleSettle, "idle-settle", time.Second, "wait before each memory reading of the idle figures")
 	fs.IntVar(&cfg.RecoveryCalls, "recovery-calls", 10000, "open calls when the gateway is killed")
 	fs.IntVar(&cfg.RecoverySessions, "recovery-sessions", 1000, "sessions the open calls are spread over")
-	fs.StringVar(&cfg.Only, "only", "", `"idle" takes the idle-session figures alone (every transport), skipping the rest`)
+	fs.IntVar(&cfg.CommitCountCalls, "commit-count-calls", 1000, "calls the database commits per call are counted over (several-nodes figures)")
+	fs.DurationVar(&cfg.StatsSettle, "stats-settle", 11*time.Second, "wait before each reading of PostgreSQL's commit count (an idle backend reports within 10 s)")
+	fs.StringVar(&cfg.Only, "only", "", `"idle" takes the idle-session figures alone (every transport), "nodes" the figures of SQLite, PostgreSQL and three nodes on PostgreSQL alone, skipping the rest`)
 	fs.StringVar(&cfg.Out, "out", "bench/results.json", "where results.json is written")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of this process while it runs toolgate_sse in-process at the first concurrency")
 	fs.StringVar(&cfg.Note, "note", "", "a remark recorded with the machine (e.g. other work shared it)")
@@ -124,11 +129,11 @@ func parseHarnessFlags(args []string) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if cfg.Only != "" && cfg.Only != "idle" {
-		return nil, fmt.Errorf("--only %q: only \"idle\" can be taken alone", cfg.Only)
+	if cfg.Only != "" && cfg.Only != "idle" && cfg.Only != "nodes" {
+		return nil, fmt.Errorf("--only %q: only \"idle\" or \"nodes\" can be taken alone", cfg.Only)
 	}
 	if cfg.Rounds < 1 || cfg.RoundTripCalls < 1 || cfg.Warmup < 0 || len(cfg.Concurrency) == 0 ||
-		cfg.LoadDuration <= 0 || cfg.IdleSessions < 1 || cfg.IdleSettle < 0 || cfg.RecoveryCalls < 1 || cfg.RecoverySessions < 1 {
+		cfg.LoadDuration <= 0 || cfg.IdleSessions < 1 || cfg.IdleSettle < 0 || cfg.RecoveryCalls < 1 || cfg.RecoverySessions < 1 || cfg.CommitCountCalls < 1 || cfg.StatsSettle < 0 {
 		return nil, fmt.Errorf("rounds, calls, durations, sessions and concurrency must be positive")
 	}
 	return cfg, nil

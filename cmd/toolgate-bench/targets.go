@@ -24,7 +24,7 @@ const (
 )
 
 // systems is the order of the table's columns.
-var systems = []string{sysSSE, sysPoll, sysBaseline, sysFloor}
+var systems = []string{sysSSE, sysPoll, sysBaseline, sysFloor, sysNodesSQLite, sysNodesPG1, sysNodesPG3}
 
 // benchArgs are the arguments of every benchmark call.
 var benchArgs = json.RawMessage(`{"text":"ping"}`)
