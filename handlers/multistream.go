@@ -123,7 +123,7 @@ func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntr
 
 func refusalOf(r *http.Request, sid string, err error) refusal {
 	code := toolgate.ErrorCode(err)
-	if code == toolgate.EInternal {
+	if code == toolgate.EInternal && !clientGone(r, err) {
 		requestLogger(r).Error("internal error", "method", r.Method, "path", r.URL.Path, "session", sid, "err", err)
 	}
 	return refusal{SessionID: sid, Code: code, Message: toolgate.ErrorMessage(err)}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,13 +58,20 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// clientGone reports whether err is the request's own context ending: the
+// client went away while the database was being read (on PostgreSQL a
+// read is a round trip the context cancels), which is nobody's error.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && errors.Is(err, context.Canceled)
+}
+
 // WriteError writes err as the protocol's error body. Errors that are not
 // *toolgate.Error are internal: logged here, shown as "Internal error.".
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	code := toolgate.ErrorCode(err)
 	if code == toolgate.EInternal {
 		var te *toolgate.Error
-		if !errors.As(err, &te) {
+		if !errors.As(err, &te) && !clientGone(r, err) {
 			requestLogger(r).Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 	}
