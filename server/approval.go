@@ -165,10 +165,20 @@ func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*tool
 	if !e.ensureSession(ctx, sid) {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 	}
-	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.SetAutoApprove(sid, on) }); err != nil {
+	version, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (int64, error) {
+		version, err := tx.BumpSession(sid, e.now())
+		if err != nil || version == 0 {
+			return 0, store.Refuse(orClosed(err, sid))
+		}
+		return version, tx.SetAutoApprove(sid, on)
+	})
+	if err != nil {
 		return nil, err
 	}
-	e.sessions.with(sid, func(s *sessionState) { s.row.AutoApprove = on })
+	e.sessions.with(sid, func(s *sessionState) {
+		s.version = max(s.version, version)
+		s.row.AutoApprove = on
+	})
 	return e.SessionView(ctx, sid)
 }
 

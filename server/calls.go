@@ -232,6 +232,20 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		request = requestEvent(newRow.ID, tool, args, newRow.DeadlineTime(), 1)
 	}
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
+		if sessionID != "" && e.shared() {
+			// This node's copy of the session may lag a close or a tool
+			// removal made through another node by a notification: the
+			// table decides, in the transaction that stores the call.
+			exists, open, registered, err := tx.SessionToolState(sessionID, tool)
+			switch {
+			case err != nil:
+				return err
+			case !exists || !open:
+				return store.Refuse(errSessionNotOpen)
+			case !registered:
+				return store.Refuse(toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", sessionID, tool))
+			}
+		}
 		if limit := e.cfg.MaxOpenCallsPerSession; limit > 0 && sessionID != "" && e.shared() {
 			// Counted here too, not only in this node's memory: other
 			// nodes create calls for the same session.
@@ -263,6 +277,12 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	})
 	if err != nil {
 		e.waiters.notStored(newRow.ID)
+		if errors.Is(err, errSessionNotOpen) || toolgate.ErrorCode(err) == toolgate.EToolNotFound {
+			e.refreshSession(ctx, sessionID) // catch up with what the table said
+			if errors.Is(err, errSessionNotOpen) {
+				return nil, false, e.missingSession(ctx, sessionID)
+			}
+		}
 		if errors.Is(err, store.ErrDuplicateIdempotencyKey) {
 			// The same key raced another request; that one's call wins.
 			if existing, ferr := e.st.FindCallByIdempotencyKey(ctx, opts.IdempotencyKey); ferr == nil && existing != nil {
@@ -296,6 +316,11 @@ func sameCallOrConflict(row *store.CallRow, req toolgate.CallRequest) (*toolgate
 	}
 	return row.Call(), false, nil
 }
+
+// errSessionNotOpen is the refusal of a call, in its transaction, for a
+// session the table says is not open; the caller is told why by
+// missingSession.
+var errSessionNotOpen = errors.New("the session is not open")
 
 // missingSession explains why a session id has no open session.
 func (e *Engine) missingSession(ctx context.Context, sid string) error {

@@ -24,8 +24,7 @@ const (
 	// nodeLeaseTTL is how long a node counts as alive after renewing its
 	// lease: past it, its work is claimed by another node.
 	nodeLeaseTTL = 15 * time.Second
-	// nodeLeaseEvery is how often a node renews its lease and, in the same
-	// loop, writes when its sessions were last seen.
+	// nodeLeaseEvery is how often a node renews its lease.
 	nodeLeaseEvery = 5 * time.Second
 	// sweeperLease names the lease of the one node that sweeps.
 	sweeperLease = "sweeper"
@@ -36,8 +35,9 @@ func (e *Engine) shared() bool { return e.st.Shared() }
 
 // joinCluster makes this node known (its lease), listens to the other
 // nodes' changes and starts the loop that renews the lease. Called by
-// NewEngine on a shared store.
+// NewEngine on a shared store, after the open sessions were loaded.
 func (e *Engine) joinCluster(ctx context.Context) error {
+	e.syncedAt = e.now()
 	if _, err := e.st.TakeLease(ctx, store.NodeLease(e.st.Node()), nodeLeaseTTL); err != nil {
 		return err
 	}
@@ -55,10 +55,11 @@ func (e *Engine) joinCluster(ctx context.Context) error {
 				cancel()
 				return
 			case <-t.C:
+				// Nothing else on this loop: a write held up elsewhere
+				// must not let a live node's lease lapse.
 				if _, err := e.st.TakeLease(e.life, store.NodeLease(e.st.Node()), nodeLeaseTTL); err != nil {
 					e.log.Error("renew the node's lease", "err", err)
 				}
-				e.touchSeen(e.life)
 			}
 		}
 	}()
@@ -150,6 +151,9 @@ func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
 		if s == nil && e.sessions.recentlyClosedLocked(row.ID) {
 			return // read before it closed here
 		}
+		if s != nil && row.Version < s.version {
+			return // read before a change this node made or already applied
+		}
 		if s == nil {
 			s = newSessionState(*row, seen)
 			s.shownReachable = s.reachable(e.now(), e.cfg)
@@ -157,6 +161,7 @@ func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
 			e.sessions.byToken[row.TokenHash] = s
 			changed = true
 		}
+		s.version = row.Version
 		s.row.AutoApprove = row.AutoApprove
 		if seen.After(s.lastSeen) {
 			s.lastSeen, s.lastSave = seen, seen
@@ -220,66 +225,92 @@ func (e *Engine) refreshCall(ctx context.Context, id string) {
 	}
 }
 
-// resync reads again everything another node may have changed while its
-// notes could not arrive: the open sessions and their tools, and the calls
-// someone here waits for; every session's streams look at their log again.
+// resyncMargin is how far before the last re-read the next one starts:
+// changed_at and last_seen_at are written with the clock of the node that
+// wrote them, which may be behind this one's.
+const resyncMargin = time.Minute
+
+// resync reads again what another node may have changed while its notes
+// could not arrive: the sessions changed or seen since the last re-read
+// (each one's tools only when its version moved), and the calls someone
+// here waits for; the streams here look at their logs again. A re-read
+// that fails is tried again a second later.
 func (e *Engine) resync(ctx context.Context) {
-	rows, err := e.st.OpenSessions(ctx)
-	if err != nil {
-		e.log.Error("resync sessions", "err", err)
-		return
-	}
-	tools, err := e.st.ListTools(ctx, "")
-	if err != nil {
-		e.log.Error("resync tools", "err", err)
-		return
-	}
-	bySession := map[string][]store.ToolRow{}
-	for _, t := range tools {
-		bySession[t.SessionID] = append(bySession[t.SessionID], t)
-	}
-	open := make(map[string]bool, len(rows))
-	for i := range rows {
-		open[rows[i].ID] = true
-		e.applySessionRow(&rows[i], bySession[rows[i].ID])
-	}
-	var gone []string
-	e.sessions.each(func(s *sessionState) {
-		if !open[s.row.ID] {
-			gone = append(gone, s.row.ID)
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	started := e.now()
+	if err := e.resyncSessions(ctx, e.syncedAt.Add(-resyncMargin)); err != nil {
+		e.log.Error("read again what other nodes changed; trying again in a second", "err", err)
+		if e.syncRetry.CompareAndSwap(false, true) {
+			time.AfterFunc(time.Second, func() {
+				e.syncRetry.Store(false)
+				if e.life.Err() == nil {
+					e.resync(e.life)
+				}
+			})
 		}
-	})
-	for _, sid := range gone {
-		e.refreshSession(ctx, sid) // closed since: read why, and close here
+		return
 	}
+	e.syncedAt = started
 	e.sessions.each((*sessionState).wakeLocked)
 	for _, id := range e.waiters.waitedFor() {
 		e.refreshCall(ctx, id)
 	}
 }
 
+// resyncSessions applies the sessions changed since: closed ones leave,
+// others are read in when their version moved.
+func (e *Engine) resyncSessions(ctx context.Context, since time.Time) error {
+	rows, err := e.st.SessionsChangedSince(ctx, since)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		row := &rows[i]
+		if row.Closed() {
+			if e.sessions.remove(row.ID, row.CloseReason) {
+				e.toolWatch.changed(row.ID)
+			}
+			continue
+		}
+		current := false
+		e.sessions.with(row.ID, func(s *sessionState) { current = s.version >= row.Version })
+		if current {
+			continue
+		}
+		tools, err := e.st.ListTools(ctx, row.ID)
+		if err != nil {
+			return err
+		}
+		e.applySessionRow(row, tools)
+	}
+	return nil
+}
+
+// copySeen reads when the open sessions were last seen, as the nodes
+// holding their streams and polls wrote it since the last sweep, into this
+// node's copies: a session another node serves stays reachable here.
+func (e *Engine) copySeen(ctx context.Context, since time.Time) {
+	seen, err := e.st.SessionsSeenSince(ctx, since)
+	if err != nil {
+		e.log.Error("read when sessions were seen", "err", err)
+		return
+	}
+	ids := make([]string, len(seen))
+	for i := range seen {
+		ids[i] = seen[i].ID
+	}
+	e.sessions.withEach(ids, func(i int, s *sessionState) {
+		if at := time.UnixMilli(seen[i].LastSeenAt); at.After(s.lastSeen) {
+			s.lastSeen, s.lastSave = at, at
+		}
+	})
+}
+
 // sessionSeen is when a session was last seen, to be written.
 type sessionSeen struct {
 	id string
 	at time.Time
-}
-
-// touchSeen writes when the sessions this node holds a stream or poll of
-// were last seen, so that the other nodes count them reachable and the
-// sweeper does not expire them.
-func (e *Engine) touchSeen(ctx context.Context) {
-	now := e.now()
-	var touched []sessionSeen
-	e.sessions.each(func(s *sessionState) {
-		if s.streams > 0 || s.polls > 0 {
-			s.lastSeen = now
-		}
-		if s.lastSeen.After(s.lastSave) {
-			touched = append(touched, sessionSeen{s.row.ID, s.lastSeen})
-			s.lastSave = s.lastSeen
-		}
-	})
-	e.writeTouches(ctx, touched)
 }
 
 // writeTouches stores when sessions were last seen.

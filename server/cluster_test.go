@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -141,5 +142,63 @@ func TestOpenCallBoundHoldsAcrossNodes(t *testing.T) {
 		map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "3"}, "wait": false})
 	if status != 429 || !strings.Contains(string(body), "RATE_LIMITED") {
 		t.Fatalf("a third open call through another node: %d %s, want 429 RATE_LIMITED", status, body)
+	}
+}
+
+// What one node just changed holds on the next request to another, before
+// any notification could arrive: a tool removed, a session closed.
+func TestChangesHoldAtOnceOnAnotherNode(t *testing.T) {
+	nodes := clusterNodes(t, 2, nil)
+	s := nodes[0].newSession("tab")
+	for i := range 20 {
+		name := fmt.Sprintf("tool%d", i)
+		tool := map[string]any{"name": name, "description": "a tool", "parameters": map[string]any{"type": "object"}}
+		nodes[0].register(s, tool)
+		nodes[1].startCall(s, name, map[string]any{}, 10000) // node 1 hears of it, one way or another
+		nodes[0].call("DELETE", "/v1/sessions/"+s.ID+"/tools/"+name, s.Token, nil, 200, nil)
+		status, body := nodes[1].do("POST", "/v1/calls", testAgentKey,
+			map[string]any{"session_id": s.ID, "tool": name, "args": map[string]any{}, "wait": false})
+		if status != 404 || !strings.Contains(string(body), "TOOL_NOT_FOUND") {
+			t.Fatalf("round %d: a call through node 1 to a tool just removed through node 0: %d %s, want 404 TOOL_NOT_FOUND", i, status, body)
+		}
+	}
+	nodes[0].call("DELETE", "/v1/sessions/"+s.ID, s.Token, nil, 200, nil)
+	status, body := nodes[1].do("POST", "/v1/calls", testAgentKey,
+		map[string]any{"session_id": s.ID, "tool": "tool0", "args": map[string]any{}, "wait": false})
+	if status != 404 || !strings.Contains(string(body), "NOT_FOUND") {
+		t.Fatalf("a call through node 1 to a session just closed through node 0: %d %s, want 404", status, body)
+	}
+}
+
+// Registrations of one session made at once through two nodes cannot
+// together pass the cap on its tools.
+func TestToolCapHoldsAcrossNodes(t *testing.T) {
+	nodes := clusterNodes(t, 2, func(c *server.Config) { c.MaxToolsPerSess = 10 })
+	batch := func(prefix string) []any {
+		var tools []any
+		for i := range 8 {
+			tools = append(tools, map[string]any{"name": fmt.Sprintf("%s%d", prefix, i), "description": "a tool",
+				"parameters": map[string]any{"type": "object"}})
+		}
+		return tools
+	}
+	for round := range 10 {
+		s := nodes[0].newSession("tab")
+		nodes[1].call("GET", "/v1/sessions/"+s.ID, testAgentKey, nil, 200, nil) // both nodes know it, empty
+		var wg sync.WaitGroup
+		for i, g := range nodes {
+			wg.Go(func() {
+				g.do("POST", "/v1/sessions/"+s.ID+"/tools", s.Token,
+					map[string]any{"type": "register_tools", "tools": batch(fmt.Sprintf("n%d_", i))})
+			})
+		}
+		wg.Wait()
+		var view struct {
+			Tools []any `json:"tools"`
+		}
+		nodes[1].call("GET", "/v1/sessions/"+s.ID, testAgentKey, nil, 200, &view)
+		if len(view.Tools) > 10 {
+			t.Fatalf("round %d: the session holds %d tools, over the cap of 10", round, len(view.Tools))
+		}
 	}
 }

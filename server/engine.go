@@ -72,6 +72,12 @@ type Engine struct {
 	// to claim the runs of stopped nodes.
 	onOrphanRuns atomic.Pointer[func(ctx context.Context)]
 
+	// syncedAt is when the last re-read of other nodes' changes began
+	// (cluster.go resync), under syncMu; syncRetry marks a retry pending.
+	syncMu    sync.Mutex
+	syncedAt  time.Time
+	syncRetry atomic.Bool
+
 	stop    chan struct{}
 	stopped sync.WaitGroup
 }

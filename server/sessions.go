@@ -41,6 +41,10 @@ type sessionState struct {
 	// stored too late for the close to cancel it is cancelled by its own
 	// dispatch (see endIfSessionClosed).
 	closing int
+	// version is the stored version of the row and tools this copy
+	// holds (store.SessionRow.Version): a read of an older one is not
+	// applied (cluster.go).
+	version int64
 }
 
 // sessionRow is what the engine keeps of a session's stored row: what it
@@ -64,6 +68,7 @@ func newSessionState(row store.SessionRow, now time.Time) *sessionState {
 		lastSave:  now,
 		listeners: map[*listener]struct{}{},
 		done:      make(chan struct{}),
+		version:   row.Version,
 
 		shownReachable: true, // just seen
 	}
@@ -493,6 +498,11 @@ func (e *Engine) Sweep(ctx context.Context) {
 	// own sessions were seen and tells its watchers of reachability.
 	sweeps := e.sweeper(ctx)
 	e.sessions.forgetClosed(time.Now().Add(-time.Minute))
+	if e.shared() {
+		// Sessions whose streams other nodes hold, seen by them lately
+		// (each node writes its sightings at every sweep).
+		e.copySeen(ctx, now.Add(-2*e.cfg.SweepInterval-resyncMargin))
+	}
 	var expired []string
 	var touched []sessionSeen
 	var flipped []string // sessions that became reachable or unreachable

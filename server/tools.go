@@ -341,16 +341,23 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 	}
 
 	now := e.now()
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
+	version, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (int64, error) {
+		// First, so that registrations of one session made at once (on
+		// several nodes, too) take turns, and the count below sees the
+		// other's tools.
+		version, err := tx.BumpSession(sid, now)
+		if err != nil || version == 0 {
+			return 0, store.Refuse(orClosed(err, sid))
+		}
 		if req.Replace {
 			existing, err := tx.SessionTools(sid)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			for _, t := range existing {
 				if _, listed := accepted[t.Name]; !listed {
 					if _, err := tx.DeleteTool(sid, t.Name); err != nil {
-						return err
+						return 0, err
 					}
 				}
 			}
@@ -358,15 +365,24 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 		for _, name := range fits {
 			row := store.NewToolRow(sid, accepted[name].spec, now)
 			if err := tx.UpsertTool(&row); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		return nil
+		// The cap counted above from memory, counted again in the table:
+		// a registration committed meanwhile (here or on another node)
+		// may have filled it. Not a refusal: the writes above are undone.
+		n, err := tx.CountTools(sid)
+		if err == nil && n > e.cfg.MaxToolsPerSess {
+			err = toolgate.Errorf(toolgate.EConflict,
+				"the session would hold %d tools, more than %d, with a registration made at the same time; nothing was registered: retry", n, e.cfg.MaxToolsPerSess)
+		}
+		return version, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.sessions.with(sid, func(s *sessionState) {
+		s.version = max(s.version, version)
 		if req.Replace {
 			s.tools = map[string]*toolEntry{}
 		}
@@ -385,14 +401,25 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 
 // RemoveTool removes one tool of a session.
 func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
-	found, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (bool, error) { return tx.DeleteTool(sid, name) })
+	version, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (int64, error) {
+		version, err := tx.BumpSession(sid, e.now())
+		if err != nil || version == 0 {
+			return 0, store.Refuse(orClosed(err, sid))
+		}
+		found, err := tx.DeleteTool(sid, name)
+		if err == nil && !found {
+			// The bump above is undone with it.
+			err = toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %s", sid, name)
+		}
+		return version, err
+	})
 	if err != nil {
 		return err
 	}
-	if !found {
-		return toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %s", sid, name)
-	}
-	e.sessions.with(sid, func(s *sessionState) { delete(s.tools, name) })
+	e.sessions.with(sid, func(s *sessionState) {
+		s.version = max(s.version, version)
+		delete(s.tools, name)
+	})
 	e.toolWatch.changed(sid)
 	return nil
 }
@@ -422,4 +449,13 @@ func compactJSON(raw []byte) string {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// orClosed is err, or when there is none, the refusal of a change to a
+// session that is not open (BumpSession found no open session).
+func orClosed(err error, sid string) error {
+	if err != nil {
+		return err
+	}
+	return toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 }

@@ -21,6 +21,11 @@ type SessionRow struct {
 	LastSeenAt    int64         `db:"last_seen_at"`
 	ClosedAt      sql.NullInt64 `db:"closed_at"`
 	CloseReason   string        `db:"close_reason"`
+	// Version counts the changes of the session's row and tools, bumped
+	// with ChangedAt (Unix ms) by each: a node holding a copy applies a
+	// read only when it is not older (BumpSession).
+	Version   int64 `db:"version"`
+	ChangedAt int64 `db:"changed_at"`
 }
 
 // Closed reports whether the session was closed or expired.
@@ -43,15 +48,16 @@ func (r *SessionRow) Session() toolgate.Session {
 	return s
 }
 
-const sessionColumns = `id, token_hash, client_name, client_version, platform, metadata, auto_approve, created_at, last_seen_at, closed_at, close_reason`
+const sessionColumns = `id, token_hash, client_name, client_version, platform, metadata, auto_approve, created_at, last_seen_at, closed_at, close_reason, version, changed_at`
 
 var (
 	// With :name arguments, prepared at first use (see namedExec).
 	qInsertSession = `INSERT INTO sessions (` + sessionColumns + `) VALUES
-		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason)`
+		(:id, :token_hash, :client_name, :client_version, :platform, :metadata, :auto_approve, :created_at, :last_seen_at, :closed_at, :close_reason, :version, :changed_at)`
 	qTouchSession   = query(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`)
 	qSetAutoApprove = query(`UPDATE sessions SET auto_approve = ? WHERE id = ?`)
-	qCloseSession   = query(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = CASE WHEN last_seen_at < ? THEN ? ELSE last_seen_at END WHERE id = ? AND closed_at IS NULL`)
+	qCloseSession   = query(`UPDATE sessions SET closed_at = ?, close_reason = ?, last_seen_at = CASE WHEN last_seen_at < ? THEN ? ELSE last_seen_at END,
+		version = version + 1, changed_at = ? WHERE id = ? AND closed_at IS NULL`)
 	qDeleteToolsOf  = query(`DELETE FROM tools WHERE session_id = ?`)
 	qGetSession     = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`)
 	qOpenSessions   = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE closed_at IS NULL`)
@@ -66,6 +72,9 @@ var (
 
 // InsertSession stores a new session.
 func (tx *Tx) InsertSession(r *SessionRow) error {
+	if r.Version == 0 {
+		r.Version, r.ChangedAt = 1, r.CreatedAt
+	}
 	_, err := tx.namedExec(qInsertSession, r)
 	if err == nil {
 		tx.changes.sessions = append(tx.changes.sessions, r.ID)
@@ -91,7 +100,7 @@ func (tx *Tx) SetAutoApprove(id string, on bool) error {
 // and removes its tools; its calls and events stay as history. It reports
 // false when the session was already closed.
 func (tx *Tx) CloseSession(id, reason string, now time.Time) (bool, error) {
-	res, err := tx.exec(qCloseSession, ms(now), reason, ms(now), ms(now), id)
+	res, err := tx.exec(qCloseSession, ms(now), reason, ms(now), ms(now), ms(now), id)
 	if err != nil {
 		return false, err
 	}

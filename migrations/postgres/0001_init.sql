@@ -1,4 +1,4 @@
--- The whole schema on PostgreSQL, as SQLite's 0001-0007 leave it, in one
+-- The whole schema on PostgreSQL, as SQLite's 0001-0008 leave it, in one
 -- file: the same tables, columns, partial indexes and call_history view,
 -- so that the store keeps one SQL code path for both. Differences:
 -- * Times stay BIGINT Unix milliseconds; JSON stays TEXT (one scan path).
@@ -37,8 +37,12 @@ CREATE TABLE sessions (
     last_seen_at   BIGINT NOT NULL,
     closed_at      BIGINT,
     close_reason   TEXT NOT NULL DEFAULT '',       -- 'closed' or 'expired'
-    event_seq      BIGINT NOT NULL DEFAULT 0       -- the cursor of the session's newest event
+    event_seq      BIGINT NOT NULL DEFAULT 0,      -- the cursor of the session's newest event
+    version        BIGINT NOT NULL DEFAULT 0,      -- bumped with changed_at by every change but events and sightings (SQLite's 0008)
+    changed_at     BIGINT NOT NULL DEFAULT 0
 );
+CREATE INDEX sessions_changed ON sessions (changed_at);
+CREATE INDEX sessions_seen ON sessions (last_seen_at) WHERE closed_at IS NULL;
 CREATE INDEX sessions_open ON sessions (id) WHERE closed_at IS NULL;
 
 CREATE TABLE tools (
