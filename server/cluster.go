@@ -38,6 +38,7 @@ func (e *Engine) shared() bool { return e.st.Shared() }
 // NewEngine on a shared store, after the open sessions were loaded.
 func (e *Engine) joinCluster(ctx context.Context) error {
 	e.syncedAt = e.now()
+	e.checkFleetKey(ctx, true)
 	if _, err := e.st.TakeLease(ctx, store.NodeLease(e.st.Node()), nodeLeaseTTL); err != nil {
 		return err
 	}
@@ -386,5 +387,32 @@ func (e *Engine) claimOrphans(ctx context.Context) {
 	}
 	if fn := e.onOrphanRuns.Load(); fn != nil {
 		(*fn)(ctx)
+	}
+}
+
+// fleetKeySetting holds the hash of the agent key the nodes sharing the
+// database were last started with: nodes must agree on the key, or a
+// caller is refused by some of them only.
+const fleetKeySetting = "agent_key_sha256_of_nodes"
+
+// checkFleetKey compares this node's agent key with the one the nodes
+// were started with and logs an error when they differ. At start-up
+// (atStart) this node's key is stored after the check, so that a
+// rotation (every node restarted with a new key) ends the errors once
+// every node has it; the sweep only checks.
+func (e *Engine) checkFleetKey(ctx context.Context, atStart bool) {
+	mine := hashToken(e.agentKey.plain)
+	stored, ok, err := e.st.Setting(ctx, fleetKeySetting)
+	if err != nil {
+		e.log.Error("read the agent key of the other nodes", "err", err)
+		return
+	}
+	if ok && stored != mine {
+		e.log.Error("NODES DISAGREE ON THE AGENT KEY: this node's --agent-key is not the one another node sharing the database was started with, so callers are refused by some nodes; give every node the same key")
+	}
+	if atStart && stored != mine {
+		if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(fleetKeySetting, mine) }); err != nil {
+			e.log.Error("store the agent key's hash for the other nodes", "err", err)
+		}
 	}
 }

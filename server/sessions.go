@@ -499,6 +499,7 @@ func (e *Engine) Sweep(ctx context.Context) {
 	sweeps := e.sweeper(ctx)
 	e.sessions.forgetClosed(time.Now().Add(-time.Minute))
 	if e.shared() {
+		e.checkFleetKey(ctx, false)
 		// Sessions whose streams other nodes hold, seen by them lately
 		// (each node writes its sightings at every sweep).
 		e.copySeen(ctx, now.Add(-2*e.cfg.SweepInterval-resyncMargin))
