@@ -234,26 +234,18 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
 		if sessionID != "" && e.shared() {
 			// This node's copy of the session may lag a close or a tool
-			// removal made through another node by a notification: the
+			// removal made through another node by a notification, and
+			// its count of open calls misses the other nodes' calls: the
 			// table decides, in the transaction that stores the call.
-			exists, open, registered, err := tx.SessionToolState(sessionID, tool)
-			switch {
+			a, err := tx.AdmitCall(sessionID, tool)
+			switch limit := e.cfg.MaxOpenCallsPerSession; {
 			case err != nil:
 				return err
-			case !exists || !open:
+			case !a.Exists || !a.Open:
 				return store.Refuse(errSessionNotOpen)
-			case !registered:
+			case !a.Registered:
 				return store.Refuse(toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", sessionID, tool))
-			}
-		}
-		if limit := e.cfg.MaxOpenCallsPerSession; limit > 0 && sessionID != "" && e.shared() {
-			// Counted here too, not only in this node's memory: other
-			// nodes create calls for the same session.
-			n, err := tx.CountOpenCalls(sessionID)
-			if err != nil {
-				return err
-			}
-			if n >= limit {
+			case limit > 0 && a.OpenCalls >= limit:
 				return store.Refuse(tooManyOpenCalls(sessionID, limit))
 			}
 		}

@@ -7,11 +7,15 @@ import (
 	"time"
 )
 
+// openCallOfC is openCall for a table named c.
+const openCallOfC = `(c.status = 'pending' OR c.status = 'delivered' OR c.status = 'awaiting_approval')`
+
 var (
 	qBumpSession = query(`UPDATE sessions SET version = version + 1, changed_at = ? WHERE id = ? AND closed_at IS NULL RETURNING version`)
 	qCountTools  = query(`SELECT COUNT(*) FROM tools WHERE session_id = ?`)
-	qToolState   = query(`SELECT CASE WHEN s.closed_at IS NULL THEN 1 ELSE 0 END AS open,
-		CASE WHEN EXISTS (SELECT 1 FROM tools t WHERE t.session_id = s.id AND t.name = ?) THEN 1 ELSE 0 END AS registered
+	qAdmission   = query(`SELECT CASE WHEN s.closed_at IS NULL THEN 1 ELSE 0 END AS open,
+		CASE WHEN EXISTS (SELECT 1 FROM tools t WHERE t.session_id = s.id AND t.name = ?) THEN 1 ELSE 0 END AS registered,
+		(SELECT COUNT(*) FROM calls c WHERE c.session_id = s.id AND ` + openCallOfC + `) AS open_calls
 		FROM sessions s WHERE s.id = ?`)
 	qSessionsChanged = query(`SELECT ` + sessionColumns + ` FROM sessions WHERE changed_at >= ?`)
 	qSessionsSeen    = query(`SELECT id, last_seen_at FROM sessions WHERE last_seen_at >= ? AND closed_at IS NULL`)
@@ -41,20 +45,38 @@ func (tx *Tx) CountTools(sessionID string) (int, error) {
 	return n, err
 }
 
-// SessionToolState reads, inside the transaction, whether a session is
-// open and has a tool of that name: what a node that may have missed a
-// change checks in the transaction that stores a call. exists is false
-// when there is no such session.
-func (tx *Tx) SessionToolState(sessionID, tool string) (exists, open, registered bool, err error) {
-	var state struct {
+// Admission is what the tables say, inside the transaction that would
+// store a call, of the call's session and tool.
+type Admission struct {
+	Exists     bool // the session exists
+	Open       bool // and is open
+	Registered bool // and has the tool
+	OpenCalls  int  // its calls not yet ended
+}
+
+// AdmitCall reads a session's Admission for a call of tool: what a node
+// that may have missed a change through another node checks in the
+// transaction that stores the call, and the count its bound on open calls
+// holds. On PostgreSQL it first takes a transaction-scoped advisory lock
+// of the session (held until commit), so that two nodes' checks and
+// inserts for one session take turns; the read that follows sees every
+// call committed before the lock was granted.
+func (tx *Tx) AdmitCall(sessionID, tool string) (Admission, error) {
+	if tx.pg != nil {
+		if _, err := tx.exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 1))`, "open/"+sessionID); err != nil {
+			return Admission{}, err
+		}
+	}
+	var row struct {
 		Open       int `db:"open"`
 		Registered int `db:"registered"`
+		OpenCalls  int `db:"open_calls"`
 	}
-	err = tx.get(&state, qToolState, tool, sessionID)
+	err := tx.get(&row, qAdmission, tool, sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, false, false, nil
+		return Admission{}, nil
 	}
-	return err == nil, state.Open == 1, state.Registered == 1, err
+	return Admission{Exists: err == nil, Open: row.Open == 1, Registered: row.Registered == 1, OpenCalls: row.OpenCalls}, err
 }
 
 // SessionsChangedSince reads the sessions changed (created, closed, their

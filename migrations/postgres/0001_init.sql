@@ -86,7 +86,7 @@ CREATE UNIQUE INDEX calls_by_idempotency_key ON calls (idempotency_key) WHERE id
 CREATE INDEX calls_open ON calls (deadline)
 WHERE (status = 'pending' OR status = 'delivered' OR status = 'awaiting_approval');
 -- A session's open calls, counted against --max-open-calls-per-session
--- by whichever node creates the next one (store.CountOpenCalls).
+-- by whichever node creates the next one (store.AdmitCall).
 CREATE INDEX calls_open_by_session ON calls (session_id)
 WHERE (status = 'pending' OR status = 'delivered' OR status = 'awaiting_approval');
 CREATE INDEX calls_by_session ON calls (session_id, id);
