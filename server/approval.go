@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/store"
@@ -66,14 +67,44 @@ func (e *Engine) checkAwaiting(tx *store.Tx, id string, by approver) (*store.Cal
 	if err := by.mayDecide(tx, row); err != nil {
 		return nil, err
 	}
-	status := toolgate.CallStatus(row.Status)
-	if status.Final() {
-		return nil, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", id, status))
-	}
-	if status != toolgate.StatusAwaitingApproval {
-		return nil, store.Refuse(toolgate.Errorf(toolgate.EConflict, "call %s is not awaiting approval (it is %s)", id, status))
+	if err := notAwaiting(row); err != nil {
+		return nil, err
 	}
 	return row, nil
+}
+
+// notAwaiting is the refusal of a decision on a call that does not await
+// approval (CALL_CLOSED when it has ended, CONFLICT otherwise); nil when
+// it does.
+func notAwaiting(row *store.CallRow) error {
+	status := toolgate.CallStatus(row.Status)
+	if status.Final() {
+		return store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended: %s", row.ID, status))
+	}
+	if status != toolgate.StatusAwaitingApproval {
+		return store.Refuse(toolgate.Errorf(toolgate.EConflict, "call %s is not awaiting approval (it is %s)", row.ID, status))
+	}
+	return nil
+}
+
+// decidedMeanwhile is the refusal of a decision whose conditional write
+// changed nothing: another decision, or the approval deadline, came
+// between checkAwaiting's read and the write (on PostgreSQL, another
+// node's). The call is read again to say what it became.
+func decidedMeanwhile(tx *store.Tx, id string) error {
+	row, err := tx.GetCall(id)
+	if err != nil {
+		return err
+	}
+	if row == nil {
+		return store.Refuse(toolgate.Errorf(toolgate.ENotFound, "no call %s", id))
+	}
+	if err := notAwaiting(row); err != nil {
+		return err
+	}
+	// Still awaiting approval as read now, though the write found it
+	// otherwise: it cannot go back, so this is only a safety net.
+	return store.Refuse(toolgate.Errorf(toolgate.EConflict, "call %s was decided on by another request at the same time", id))
 }
 
 // ApproveCall lets a call that awaits approval go on: it becomes pending
@@ -93,8 +124,14 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 			return nil, err
 		}
 		deadline := now.Add(msDuration(row.TimeoutMS))
-		if _, err := tx.SetCallStatus(id, toolgate.StatusPending, deadline); err != nil {
+		// Conditional: of two decisions at once (on any nodes) one changes
+		// the row; the other, here, stores no event and is refused.
+		approved, err := tx.ApproveCall(id, deadline)
+		if err != nil {
 			return nil, err
+		}
+		if !approved {
+			return nil, decidedMeanwhile(tx, id)
 		}
 		row.Status, row.Deadline = string(toolgate.StatusPending), deadline.UnixMilli()
 		if !row.SessionID.Valid {
@@ -127,9 +164,9 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 	if err != nil {
 		return nil, err
 	}
-	reason = strings.TrimSpace(reason)
-	if len(reason) > 1000 {
-		return nil, toolgate.Errorf(toolgate.EBadRequest, "reason is limited to 1000 characters")
+	reason, err = denyReason(reason)
+	if err != nil {
+		return nil, err
 	}
 	message := "the call was denied"
 	if reason != "" {
@@ -142,13 +179,16 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 			return endedCall{}, err
 		}
 		// Awaiting approval: its client was never sent it, and is not told.
-		ended, ok, err := endCall(tx, row, store.Outcome{Status: toolgate.StatusDenied, ErrorCode: toolgate.EDenied, ErrorMessage: message},
-			toolgate.CancelDenied, now)
-		if err == nil && !ok {
-			// Not open any more, though just read so: nothing was written.
-			return endedCall{}, store.Refuse(toolgate.Errorf(toolgate.ECallClosed, "call %s has already ended", id))
+		// Conditional: an approve committed since the read wins, and this
+		// deny is refused (the client may already have the call).
+		denied, err := tx.FinishAwaiting(id, store.Outcome{Status: toolgate.StatusDenied, ErrorCode: toolgate.EDenied, ErrorMessage: message}, now)
+		if err != nil {
+			return endedCall{}, err
 		}
-		return ended, err
+		if !denied {
+			return endedCall{}, decidedMeanwhile(tx, id)
+		}
+		return endedCall{id: id, status: toolgate.StatusDenied, created: row.CreatedTime()}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -156,6 +196,24 @@ func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*tool
 	e.afterCallsEnded(ended)
 	e.log.Debug("call denied", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
 	return e.GetCall(ctx, id)
+}
+
+// maxDenyReason is the longest deny reason, in characters (PROTOCOL's
+// limits table).
+const maxDenyReason = 1000
+
+// denyReason checks a deny reason and returns it trimmed: at most
+// maxDenyReason characters, and no NUL character, which PostgreSQL's TEXT
+// cannot hold (SQLite's can: the same reason is refused on both).
+func denyReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	if utf8.RuneCountInString(reason) > maxDenyReason {
+		return "", toolgate.Errorf(toolgate.EBadRequest, "reason is limited to %d characters", maxDenyReason)
+	}
+	if strings.ContainsRune(reason, 0) {
+		return "", toolgate.Errorf(toolgate.EBadRequest, "reason must not contain the NUL character (\\u0000)")
+	}
+	return reason, nil
 }
 
 // SetAutoApprove changes a session's auto-approve setting: when on, calls

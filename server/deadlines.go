@@ -117,7 +117,10 @@ func (e *Engine) expireOpenCalls(ids []string) {
 // expireCalls ends as timed_out every listed call that is still open and
 // whose stored deadline has passed, and tells each client with a
 // call_cancelled event (reason timeout). Callers waiting get the record
-// with status timed_out and error code TIMEOUT.
+// with status timed_out and error code TIMEOUT. The deadline is checked
+// by the ending statement itself (store's ExpireCall), not only by the
+// read before it: a progress report or an approval committed in between
+// (on PostgreSQL, by another node) moves the deadline out and wins.
 func (e *Engine) expireCalls(ids []string) {
 	if len(ids) == 0 {
 		return
@@ -133,13 +136,7 @@ func (e *Engine) expireCalls(ids []string) {
 			if row == nil || toolgate.CallStatus(row.Status).Final() || row.DeadlineTime().After(now) {
 				continue
 			}
-			message := "no answer before the call's deadline"
-			if row.Status == string(toolgate.StatusAwaitingApproval) {
-				message = "no approval before the call's deadline"
-			}
-			c, ok, err := endCall(tx, row, store.Outcome{
-				Status: toolgate.StatusTimedOut, ErrorCode: toolgate.ETimeout, ErrorMessage: message,
-			}, toolgate.CancelTimeout, now)
+			c, ok, err := expireCall(tx, row, now)
 			if err != nil {
 				return nil, err
 			}
@@ -159,4 +156,30 @@ func (e *Engine) expireCalls(ids []string) {
 		return
 	}
 	e.afterCallsEnded(ended...)
+}
+
+// expireCall ends one call read as open and overdue as timed_out inside
+// tx, as endCall does, but only while the row is still what was read: in
+// the same phase (awaiting approval, or sent/pending) and past its
+// deadline. ok is false, and nothing is written, when it no longer is.
+func expireCall(tx *store.Tx, row *store.CallRow, now time.Time) (ended endedCall, ok bool, err error) {
+	awaiting := row.Status == string(toolgate.StatusAwaitingApproval)
+	message := "no answer before the call's deadline"
+	if awaiting {
+		message = "no approval before the call's deadline"
+	}
+	o := store.Outcome{Status: toolgate.StatusTimedOut, ErrorCode: toolgate.ETimeout, ErrorMessage: message}
+	if ok, err = tx.ExpireCall(row.ID, awaiting, o, now); err != nil || !ok {
+		return endedCall{}, false, err
+	}
+	ended = endedCall{id: row.ID, status: o.Status, created: row.CreatedTime()}
+	if row.SessionID.Valid && !awaiting {
+		// Sent, or about to be: its client is told to stop.
+		if _, err := tx.AppendEvent(row.SessionID.String, toolgate.EventCallCancelled, row.ID,
+			cancelledEvent(row.ID, toolgate.CancelTimeout), now); err != nil {
+			return endedCall{}, false, err
+		}
+		ended.toldSession = row.SessionID.String
+	}
+	return ended, true, nil
 }
