@@ -133,14 +133,13 @@ func inProcessFigures(ctx context.Context, cfg *config, c *collector, tmp, agent
 	for r := range cfg.Rounds {
 		for _, conc := range cfg.Concurrency {
 			for _, t := range ts {
-				l, err := throughput(ctx, t, conc, cfg.LoadWarmup, cfg.LoadDuration)
+				err := measureLoad(ctx, cfg, c, t, r, conc, "", "in-process", func(l load) string {
+					c.addCPU(t, l, "", conc)
+					return l.cpuText()
+				})
 				if err != nil {
 					return err
 				}
-				c.add(t.system, fmt.Sprintf("calls_per_s_%d", conc), l.callsPerSec)
-				c.addLoadLatency(t, l, "", conc)
-				c.addCPU(t, l, "", conc)
-				logf("round %d in-process %3d callers %-18s %8.0f calls/s  p50 %5.0f p99 %6.0f µs%s", r+1, conc, t.system, l.callsPerSec, l.p50, l.p99, l.cpuText())
 			}
 		}
 	}
@@ -164,6 +163,25 @@ func roundTripRounds(ctx context.Context, cfg *config, c *collector, ts []*targe
 			logf("round %d %s round trip %-18s p50 %7.0f µs  p99 %7.0f µs", r+1, label, t.system, p50, p99)
 		}
 	}
+	return nil
+}
+
+// measureLoad takes the calls per second of t with conc callers as the
+// figure <prefix>calls_per_s_<conc>, with the load's round trips, and logs
+// them as round r of label. more, when set, records figures of its own
+// from the load and returns what the log line adds.
+func measureLoad(ctx context.Context, cfg *config, c *collector, t *target, r, conc int, prefix, label string, more func(load) string) error {
+	l, err := throughput(ctx, t, conc, cfg.LoadWarmup, cfg.LoadDuration)
+	if err != nil {
+		return err
+	}
+	c.add(t.system, fmt.Sprintf("%scalls_per_s_%d", prefix, conc), l.callsPerSec)
+	c.addLoadLatency(t, l, prefix, conc)
+	extra := ""
+	if more != nil {
+		extra = more(l)
+	}
+	logf("round %d %s %3d callers %-18s %8.0f calls/s  p50 %5.0f p99 %6.0f µs%s", r+1, label, conc, t.system, l.callsPerSec, l.p50, l.p99, extra)
 	return nil
 }
 
@@ -203,22 +221,20 @@ func processFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, ag
 	}
 	for r := range cfg.Rounds {
 		for _, t := range ts {
-			l, err := throughput(ctx, t, conc, cfg.LoadWarmup, cfg.LoadDuration)
-			if err != nil {
-				return err
-			}
-			c.add(t.system, fmt.Sprintf("http_calls_per_s_%d", conc), l.callsPerSec)
-			c.addLoadLatency(t, l, "http_", conc)
-			c.addCPU(t, l, "http_", conc)
-			msg := fmt.Sprintf("round %d HTTP %3d callers %-18s %8.0f calls/s  p50 %5.0f p99 %6.0f µs%s", r+1, conc, t.system, l.callsPerSec, l.p50, l.p99, l.cpuText())
-			if t.transactions != nil {
+			err := measureLoad(ctx, cfg, c, t, r, conc, "http_", "HTTP", func(l load) string {
+				c.addCPU(t, l, "http_", conc)
+				if t.transactions == nil {
+					return l.cpuText()
+				}
 				c.add(t.system, "db_transactions_per_call", l.txPerCall)
 				if t.system == sysSSE {
 					c.add("", "db_transactions_per_call", l.txPerCall)
 				}
-				msg += fmt.Sprintf("  %.3f db transactions/call", l.txPerCall)
+				return l.cpuText() + fmt.Sprintf("  %.3f db transactions/call", l.txPerCall)
+			})
+			if err != nil {
+				return err
 			}
-			logf("%s", msg)
 		}
 	}
 	return nil

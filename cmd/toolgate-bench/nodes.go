@@ -68,13 +68,9 @@ func nodesFigures(ctx context.Context, cfg *config, c *collector, bin, tmp, agen
 	}
 	for r := range cfg.Rounds {
 		for _, t := range ts {
-			l, err := throughput(ctx, t, conc, cfg.LoadWarmup, cfg.LoadDuration)
-			if err != nil {
+			if err := measureLoad(ctx, cfg, c, t, r, conc, "nodes_", "several nodes", nil); err != nil {
 				return err
 			}
-			c.add(t.system, fmt.Sprintf("nodes_calls_per_s_%d", conc), l.callsPerSec)
-			c.addLoadLatency(t, l, "nodes_", conc)
-			logf("round %d several nodes %3d callers %-18s %8.0f calls/s  p50 %5.0f p99 %6.0f µs", r+1, conc, t.system, l.callsPerSec, l.p50, l.p99)
 		}
 	}
 	for _, t := range ts {

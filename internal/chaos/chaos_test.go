@@ -74,13 +74,13 @@ func TestChaos(t *testing.T) {
 	var killCount atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	group := make([]*caller, callers)
+	group := make([]*gatewaytest.Caller, callers)
 	for i := range group {
 		group[i] = newCaller(i, g.URL, g.AgentKey, sessions, &killCount)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			group[i].run(stop)
+			group[i].Run(stop)
 		}()
 	}
 
@@ -103,7 +103,7 @@ func TestChaos(t *testing.T) {
 	case <-time.After(settleDeadline):
 		var stuck []string
 		for _, c := range group {
-			if key := c.inFlight(); key != "" {
+			if key := c.InFlight(); key != "" {
 				stuck = append(stuck, key)
 			}
 		}
@@ -111,14 +111,14 @@ func TestChaos(t *testing.T) {
 	}
 
 	t.Logf("chaos: every caller returned %s after the last restart", time.Since(lastRestart).Round(time.Millisecond))
-	var outcomes []callOutcome
+	var outcomes []gatewaytest.CallOutcome
 	for _, c := range group {
-		outcomes = append(outcomes, c.results()...)
+		outcomes = append(outcomes, c.Outcomes()...)
 	}
 	f := figures{Kills: kills, Executions: ledger.total, Redelivered: logs.redelivered.Load()}
 
 	// Through the API of the gateway as it runs after the last restart.
-	byID := map[string]callOutcome{}
+	byID := map[string]gatewaytest.CallOutcome{}
 	for _, out := range outcomes {
 		if out.Err != nil {
 			t.Errorf("caller error: %v", out.Err)
@@ -131,7 +131,7 @@ func TestChaos(t *testing.T) {
 			f.CallsAcrossAny++
 			f.LongestAcross = max(f.LongestAcross, out.Ended.Sub(out.Started))
 		}
-		if got := readCall(t, g.URL, g.AgentKey, out.ID); got.Status != out.Final.Status || !sameJSON(got.Output, out.Final.Output) {
+		if got := readCall(t, g.URL, g.AgentKey, out.ID); got.Status != out.Final.Status || !gatewaytest.SameJSON(got.Output, out.Final.Output) {
 			t.Errorf("%s (%s): the caller was given %s %s, GET /v1/calls says %s %s", out.Key, out.ID, out.Final.Status, out.Final.Output, got.Status, got.Output)
 			f.Doubled++
 		}
@@ -173,10 +173,10 @@ func TestChaos(t *testing.T) {
 			f.Lost++
 			continue
 		}
-		if row.HistoryOutput == nil || !sameJSON([]byte(*row.HistoryOutput), []byte(*row.Output)) {
+		if row.HistoryOutput == nil || !gatewaytest.SameJSON([]byte(*row.HistoryOutput), []byte(*row.Output)) {
 			t.Errorf("call %s: output %s, call_history says %v", row.ID, *row.Output, row.HistoryOutput)
 		}
-		if !sameJSON([]byte(*row.Output), out.Final.Output) {
+		if !gatewaytest.SameJSON([]byte(*row.Output), out.Final.Output) {
 			t.Errorf("call %s: the caller was given %s, the database holds %s: an answer applied over another", row.ID, out.Final.Output, *row.Output)
 			f.Doubled++
 			continue

@@ -1,7 +1,6 @@
 package chaos_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -101,15 +100,4 @@ func readCall(t *testing.T, baseURL, agentKey, id string) toolgate.Call {
 		t.Fatal(err)
 	}
 	return call
-}
-
-// sameJSON reports whether two JSON texts hold the same value.
-func sameJSON(a, b []byte) bool {
-	var va, vb any
-	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
-		return false
-	}
-	ca, _ := json.Marshal(va)
-	cb, _ := json.Marshal(vb)
-	return bytes.Equal(ca, cb)
 }

@@ -114,6 +114,14 @@ func readCall(ctx context.Context, baseURL, id string, wait time.Duration) (int,
 	return status, call, err
 }
 
+// callReply is what createCall or readCall returned, for a goroutine
+// that waits on a call to hand over.
+type callReply struct {
+	status int
+	call   toolgate.Call
+	err    error
+}
+
 // answerReply is the reply to one answer.
 type answerReply struct {
 	Status    string `json:"status"`
@@ -171,15 +179,4 @@ func poll(ctx context.Context, baseURL string, s session, cursor int64, wait tim
 type echoOutput struct {
 	Call string `json:"call"`
 	By   string `json:"by"`
-}
-
-// sameJSON reports whether two JSON texts hold the same value.
-func sameJSON(a, b []byte) bool {
-	var va, vb any
-	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
-		return false
-	}
-	ca, _ := json.Marshal(va)
-	cb, _ := json.Marshal(vb)
-	return bytes.Equal(ca, cb)
 }

@@ -49,17 +49,12 @@ func TestCallAcrossThreeNodes(t *testing.T) {
 	// the answer is posted to node 3 with the session token.
 	t.Run("by-hand", func(t *testing.T) {
 		s := newSession(t, n1.URL)
-		type result struct {
-			status int
-			call   toolgate.Call
-			err    error
-		}
-		done := make(chan result, 1)
+		done := make(chan callReply, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			status, call, err := createCall(ctx, n2.URL, "", s.ID, map[string]any{}, 20*time.Second, true)
-			done <- result{status, call, err}
+			done <- callReply{status, call, err}
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/gatewaytest"
 	"github.com/toolgate/toolgate/mobile"
 )
 
@@ -31,15 +32,10 @@ func TestConnectionsCut(t *testing.T) {
 	if err != nil || status != http.StatusAccepted {
 		t.Fatalf("create on node 2: %d %v", status, err)
 	}
-	type result struct {
-		status int
-		call   toolgate.Call
-		err    error
-	}
-	waited := make(chan result, 1)
+	waited := make(chan callReply, 1)
 	go func() {
 		status, call, err := readCall(ctx, n2.URL, waiting.ID, 30*time.Second)
-		waited <- result{status, call, err}
+		waited <- callReply{status, call, err}
 	}()
 	time.Sleep(300 * time.Millisecond) // the wait is held
 
@@ -58,7 +54,7 @@ func TestConnectionsCut(t *testing.T) {
 	}
 	r := <-waited
 	if r.err != nil || r.status != http.StatusOK || r.call.Status != toolgate.StatusCompleted {
-		t.Fatalf("the caller waiting on node 2 across the cut: %d %s %v\nnode 2 log:\n%s", r.status, r.call.Status, r.err, n2.stderr.tail(40))
+		t.Fatalf("the caller waiting on node 2 across the cut: %d %s %v\nnode 2 log:\n%s", r.status, r.call.Status, r.err, n2.LogTail(40))
 	}
 	wantEcho(t, r.call.Output, waiting.ID, "node1")
 
@@ -66,7 +62,7 @@ func TestConnectionsCut(t *testing.T) {
 	// and node 2 takes calls and answers. A create may meet the cut once
 	// (503): the same Idempotency-Key sent again is the retry a caller
 	// makes.
-	for i, caller := range []*node{n1, n2, n2} {
+	for i, caller := range []*gatewaytest.Gateway{n1, n2, n2} {
 		key := "cut-after-" + string(rune('a'+i))
 		var call toolgate.Call
 		for attempt := 0; ; attempt++ {
@@ -75,7 +71,7 @@ func TestConnectionsCut(t *testing.T) {
 				break
 			}
 			if attempt == 5 || (err != nil && status != 0 && status < 500) {
-				t.Fatalf("%s: call on %s after the cut: %d %v\nSDK warnings:\n%s\nnode 2 log:\n%s", key, caller.Name, status, err, logs, n2.stderr.tail(40))
+				t.Fatalf("%s: call on %s after the cut: %d %v\nSDK warnings:\n%s\nnode 2 log:\n%s", key, caller.Name, status, err, logs, n2.LogTail(40))
 			}
 			t.Logf("%s: call on %s: %d %v; sending it again", key, caller.Name, status, err)
 			time.Sleep(500 * time.Millisecond)
@@ -85,7 +81,7 @@ func TestConnectionsCut(t *testing.T) {
 		}
 		wantEcho(t, call.Output, call.ID, "on-node2")
 	}
-	if lines := n2.stderr.grep("level=ERROR"); len(lines) > 0 {
+	if lines := n2.LogLines("level=ERROR"); len(lines) > 0 {
 		t.Logf("node 2 logged %d errors across the cut, e.g. %s", len(lines), lines[0])
 	}
 }

@@ -10,8 +10,25 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/gatewaytest"
 	"github.com/toolgate/toolgate/mobile"
 )
+
+// callTimeout is every call's timeout in TestKillEachNode: far longer than
+// a node is ever down, so a call that does not complete was lost, not slow.
+const callTimeout = time.Minute
+
+// newCaller returns caller number of TestKillEachNode: calls to echoTool
+// in sessions through baseURL (the balancer), each request bounded by 15 s
+// and each call followed for its timeout and 30 s more.
+func newCaller(number int, baseURL string, sessions []string, kills *atomic.Int64) *gatewaytest.Caller {
+	return &gatewaytest.Caller{
+		Number: number, KeyPrefix: "multinode", Sessions: sessions,
+		BaseURL: baseURL, AgentKey: agentKey, Tool: echoTool, Kills: kills,
+		CallTimeout: callTimeout, GiveUp: callTimeout + 30*time.Second,
+		RequestTimeout: 15 * time.Second, HTTP: httpClient,
+	}
+}
 
 // storedCall is a call's row and its call_history line.
 type storedCall struct {
@@ -51,11 +68,11 @@ func TestKillEachNode(t *testing.T) {
 	var kills atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	group := make([]*caller, 6)
+	group := make([]*gatewaytest.Caller, 6)
 	for i := range group {
-		group[i] = &caller{number: i, baseURL: lb.URL, sessions: sessions, kills: &kills}
+		group[i] = newCaller(i, lb.URL, sessions, &kills)
 		wg.Add(1)
-		go func() { defer wg.Done(); group[i].run(stop) }()
+		go func() { defer wg.Done(); group[i].Run(stop) }()
 	}
 	for _, nd := range c.Nodes {
 		time.Sleep(1500 * time.Millisecond) // the load runs meanwhile
@@ -73,7 +90,7 @@ func TestKillEachNode(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		var stuck []string
 		for _, g := range group {
-			if key := g.inFlight(); key != "" {
+			if key := g.InFlight(); key != "" {
 				stuck = append(stuck, key)
 			}
 		}
@@ -83,10 +100,10 @@ func TestKillEachNode(t *testing.T) {
 		t.Fatalf("callers still waiting 60s after the last restart: %v", stuck)
 	}
 
-	byID := map[string]callOutcome{}
+	byID := map[string]gatewaytest.CallOutcome{}
 	across := 0
 	for _, g := range group {
-		for _, out := range g.results() {
+		for _, out := range g.Outcomes() {
 			if out.Err != nil {
 				t.Errorf("caller: %v", out.Err)
 				continue
@@ -125,9 +142,9 @@ func TestKillEachNode(t *testing.T) {
 			t.Errorf("call %s (%s) ended %s, not completed: lost", row.ID, *row.Key, row.Status)
 			continue
 		case row.HistoryStatus == nil || *row.HistoryStatus != row.Status ||
-			row.HistoryOutput == nil || !sameJSON([]byte(*row.HistoryOutput), []byte(*row.Output)):
+			row.HistoryOutput == nil || !gatewaytest.SameJSON([]byte(*row.HistoryOutput), []byte(*row.Output)):
 			t.Errorf("call %s: %s %s, call_history says %v %v", row.ID, row.Status, *row.Output, row.HistoryStatus, row.HistoryOutput)
-		case !sameJSON([]byte(*row.Output), out.Final.Output):
+		case !gatewaytest.SameJSON([]byte(*row.Output), out.Final.Output):
 			t.Errorf("call %s: the caller was given %s, the database holds %s: answered twice", row.ID, out.Final.Output, *row.Output)
 		}
 		var answer echoOutput
