@@ -48,6 +48,12 @@ const (
 	// succeeds once space is freed.
 	EStorageFull = "STORAGE_FULL"
 
+	// A request the gateway could not serve because its database cannot
+	// be reached or did not answer in time (a shared PostgreSQL database
+	// restarting, unreachable, or a row locked for too long) (503, with
+	// Retry-After); the same request succeeds once the database is back.
+	EStorageUnavailable = "STORAGE_UNAVAILABLE"
+
 	// Codes that only appear in a failed run's error.
 	EMaxSteps   = "MAX_STEPS"   // the model had not answered after max_steps turns
 	EModelError = "MODEL_ERROR" // the model endpoint failed or answered nonsense

@@ -40,6 +40,9 @@ var statusOf = map[string]int{
 
 	// A write the full disk could not take.
 	toolgate.EStorageFull: http.StatusServiceUnavailable,
+
+	// A request the database could not serve right now (PostgreSQL).
+	toolgate.EStorageUnavailable: http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status for an error code (500 when unknown).

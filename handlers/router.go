@@ -200,9 +200,14 @@ func (a *API) limitBody(next http.Handler) http.Handler {
 	})
 }
 
+// handleHealth answers GET /healthz, which anyone may ask: 200 when the
+// engine can serve, 503 when its database cannot be reached. The
+// database's own error (which may name its host, user and database) goes
+// to the log only.
 func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if err := a.auth.Healthy(r.Context()); err != nil {
-		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+		requestLogger(r).Warn("health check: the database cannot be reached", "err", err)
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "the database cannot be reached"})
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -45,6 +45,7 @@ type Server struct {
 	dir     string // the temporary folder: data/, the socket and log
 	bin     string // the folder of initdb, pg_ctl, postgres
 	asUser  string // "postgres" when this process is root, else ""
+	opts    Options
 	created atomic.Int64
 }
 
@@ -82,7 +83,7 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, bin: bin}
+	s := &Server{dir: dir, bin: bin, opts: opts}
 	if os.Geteuid() == 0 {
 		s.asUser = "postgres"
 		if err := chownTo(dir, s.asUser); err != nil {
@@ -227,6 +228,20 @@ func (s *Server) CutConnections(ctx context.Context, name string) (int, error) {
 	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, name).Scan(&n)
 	return n, err
 }
+
+// Halt stops the server (a fast shutdown: the sessions are ended, as by an
+// operator's pg_ctl stop) and keeps its folder, so that Resume starts it
+// again with everything it held: a database outage for a test.
+func (s *Server) Halt() error {
+	out, err := s.run("pg_ctl", "-D", s.data(), "-m", "fast", "-w", "stop")
+	if err != nil {
+		return fmt.Errorf("pgtest: pg_ctl stop: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Resume starts the server Halt stopped again, on the same port.
+func (s *Server) Resume() error { return s.start(s.Port, s.opts) }
 
 // Stop stops the server at once and removes its folder.
 func (s *Server) Stop() error {

@@ -77,6 +77,7 @@ var (
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 		WHERE leases.holder = excluded.holder OR leases.expires_at <= ?`)
 	qReleaseLease = query(`DELETE FROM leases WHERE name = ? AND holder = ?`)
+	qPruneLeases  = query(`DELETE FROM leases WHERE expires_at < ?`)
 	qOrphanRuns   = query(`SELECT id, COALESCE(node, '') AS node FROM runs WHERE status = 'running' AND (node IS NULL OR NOT EXISTS
 		(SELECT 1 FROM leases l WHERE l.name = 'node:' || runs.node AND l.expires_at > ?)) ORDER BY id`)
 	qClaimRun       = query(`UPDATE runs SET node = ? WHERE id = ? AND status = 'running' AND COALESCE(node, '') = ?`)
@@ -104,6 +105,26 @@ func (s *Store) ReleaseLease(ctx context.Context, name string) error {
 	return s.Write(ctx, func(tx *Tx) error {
 		_, err := tx.exec(qReleaseLease, name, s.node)
 		return err
+	})
+}
+
+// PruneLeases deletes the leases that expired before expiredBefore (or
+// before now, whichever is earlier: a lease still held is never deleted),
+// so that the node leases of nodes long gone do not pile up; it returns
+// how many it deleted. Deleting a lapsed lease changes nothing else: a
+// missing lease is free to take (TakeLease) and a node without one is not
+// live (OrphanedRuns, OrphanedBuiltinCalls), exactly as with a lapsed one.
+func (s *Store) PruneLeases(ctx context.Context, expiredBefore time.Time) (int64, error) {
+	cutoff := expiredBefore
+	if now := s.Now(); now.Before(cutoff) {
+		cutoff = now
+	}
+	return WriteValue(ctx, s, func(tx *Tx) (int64, error) {
+		res, err := tx.exec(qPruneLeases, ms(cutoff))
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
 	})
 }
 

@@ -135,16 +135,16 @@ func (s *Store) OpenRequests(ctx context.Context, sessionID string, now time.Tim
 	}
 	tx, err := s.readers.BeginTxx(ctx, opts)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, s.readFailed(ctx, err)
 	}
 	defer tx.Rollback()
 	err = tx.SelectContext(ctx, &reqs, s.bind(qOpenRequests), sessionID, ms(now))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, s.readFailed(ctx, err)
 	}
 	var seq sql.NullInt64
 	if err := tx.GetContext(ctx, &seq, s.bind(qLastEventSeq), sessionID); err != nil {
-		return nil, 0, err
+		return nil, 0, s.readFailed(ctx, err)
 	}
 	return reqs, seq.Int64, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
@@ -28,6 +29,13 @@ import (
 //     miss what other nodes commit, so reads go to the tables.
 //   - Every committed operation's Changes are told to the other nodes with
 //     NOTIFY, and theirs are heard with LISTEN (notify.go).
+//   - Bounded waits: a row another transaction holds locked, a server that
+//     stopped answering or a network that drops packets must fail a
+//     request (ErrUnavailable, 503), not hang it and everything queued
+//     behind it. Each connection says lock_timeout and statement_timeout
+//     (unless the URL does), and each write attempt and read has a time
+//     limit of its own, which also covers waiting for a connection of the
+//     pool and a network that never answers.
 //
 // The queries are the SQLite ones, their ? placeholders rebound to $n
 // (dollar); where the dialects differ the store picks a variant by s.pg.
@@ -47,6 +55,29 @@ const (
 	firstRetryBackoff = 5 * time.Millisecond
 )
 
+// The connections' lock_timeout and statement_timeout unless the URL sets
+// them: how long a statement waits for a lock (a row another transaction
+// holds) and how long it may run, before PostgreSQL fails it.
+var defaultRuntimeLimits = map[string]string{
+	"lock_timeout":      "5s",
+	"statement_timeout": "30s",
+}
+
+// Time limits of the store's own on PostgreSQL.
+const (
+	// writeAttemptTimeout bounds one attempt of a write up to its commit:
+	// getting a connection, BEGIN and the operation's statements.
+	writeAttemptTimeout = 30 * time.Second
+	// commitTimeout bounds the COMMIT, timed on its own, so that an
+	// attempt that ran long still has the time to commit.
+	commitTimeout = 30 * time.Second
+	// readTimeout bounds a read from the pool (Store.get, Store.sel).
+	readTimeout = 30 * time.Second
+	// closeGrace is how long Close waits for the writes running before it
+	// ends them (they fail with ErrUnavailable).
+	closeGrace = 5 * time.Second
+)
+
 // defaultResyncEvery is Store.ResyncEvery as Open sets it.
 const defaultResyncEvery = 5 * time.Second
 
@@ -56,6 +87,10 @@ type postgres struct {
 	appName string          // the connections' application_name
 
 	writes sync.WaitGroup // operations running (for Close to wait on)
+	// writesCtx is the parent of every write attempt's context; Close
+	// cancels it when the writes running outlast closeGrace.
+	writesCtx    context.Context
+	cancelWrites context.CancelFunc
 
 	notes     chan []Change // committed changes for the publisher
 	published chan struct{} // closed when the publisher has sent the last
@@ -96,6 +131,7 @@ func openPostgres(url string, log *slog.Logger) (*Store, error) {
 	if config.RuntimeParams["application_name"] == "" {
 		config.RuntimeParams["application_name"] = applicationName(node)
 	}
+	setRuntimeLimits(config)
 	db := sqlx.NewDb(stdlib.OpenDB(*config), "pgx")
 	db.SetMaxOpenConns(postgresMaxConns)
 	db.SetMaxIdleConns(postgresMaxConns)
@@ -111,6 +147,7 @@ func openPostgres(url string, log *slog.Logger) (*Store, error) {
 		return nil, err
 	}
 	loopCtx, stop := context.WithCancel(context.Background())
+	writesCtx, cancelWrites := context.WithCancel(context.Background())
 	s := &Store{
 		log:      log,
 		readers:  db,
@@ -123,16 +160,30 @@ func openPostgres(url string, log *slog.Logger) (*Store, error) {
 		pg: &postgres{
 			config:    config,
 			appName:   config.RuntimeParams["application_name"],
+			writesCtx: writesCtx,
 			notes:     make(chan []Change, 1024),
 			published: make(chan struct{}),
 			ctx:       loopCtx,
 			stop:      stop,
 			heard:     make(chan []Change, 64),
+
+			cancelWrites: cancelWrites,
 		},
 		ResyncEvery: defaultResyncEvery,
 	}
 	go s.publish()
 	return s, nil
+}
+
+// setRuntimeLimits sets defaultRuntimeLimits in config's runtime
+// parameters, each unless the URL set it (as a parameter of its own or in
+// options=-c ...).
+func setRuntimeLimits(config *pgx.ConnConfig) {
+	for name, value := range defaultRuntimeLimits {
+		if _, set := config.RuntimeParams[name]; !set && !strings.Contains(config.RuntimeParams["options"], name) {
+			config.RuntimeParams[name] = value
+		}
+	}
 }
 
 // migratePostgres applies PostgreSQL's migrations (migrations.Postgres)
@@ -144,6 +195,12 @@ func migratePostgres(ctx context.Context, db *sqlx.DB) error {
 		return err
 	}
 	defer conn.Close()
+	// Waiting for another node's migrations, or for the locks a migration
+	// takes while nodes serve, is bounded by ctx, not lock_timeout.
+	if _, err := conn.ExecContext(ctx, `SET lock_timeout = 0`); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer conn.ExecContext(context.Background(), `RESET lock_timeout`)
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
 		return fmt.Errorf("store: take the migration lock: %w", err)
 	}
@@ -151,8 +208,9 @@ func migratePostgres(ctx context.Context, db *sqlx.DB) error {
 	return migrate(conn, migrations.Postgres, dollar)
 }
 
-// closePostgres waits for the operations running, stops the listener and
-// the timer, lets the publisher send what is left and closes the pool.
+// closePostgres waits for the operations running (ending those still
+// running after closeGrace), stops the listener and the timer, lets the
+// publisher send what is left and closes the pool.
 func (s *Store) closePostgres() error {
 	s.mu.Lock()
 	if s.closed {
@@ -161,7 +219,19 @@ func (s *Store) closePostgres() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	s.pg.writes.Wait()
+	written := make(chan struct{})
+	go func() {
+		s.pg.writes.Wait()
+		close(written)
+	}()
+	select {
+	case <-written:
+	case <-time.After(closeGrace):
+		s.log.Warn("store: writes still running at close are ended", "waited", closeGrace)
+		s.pg.cancelWrites()
+		<-written
+	}
+	s.pg.cancelWrites()
 	s.pg.stop()
 	s.pg.loops.Wait()
 	close(s.pg.notes)
@@ -208,7 +278,9 @@ func (s *Store) writePostgresAsync(fn func(tx *Tx) error) {
 }
 
 // runPostgres runs fn until it commits, fails for good or has been given
-// up writeAttempts times.
+// up writeAttempts times. An attempt is run again when PostgreSQL gave its
+// transaction up (isRetryable) or its connection failed before the commit
+// (mayRunAgain): nothing of it was committed.
 func (s *Store) runPostgres(fn func(tx *Tx) error) error {
 	backoff := firstRetryBackoff
 	for attempt := 1; ; attempt++ {
@@ -219,11 +291,14 @@ func (s *Store) runPostgres(fn func(tx *Tx) error) error {
 			}
 			return nil
 		}
-		var notBegun beginError
-		if !(isRetryable(err) || errors.As(err, &notBegun)) || attempt == writeAttempts {
-			return storageFullAs(err)
+		if !(isRetryable(err) || mayRunAgain(err)) || attempt == writeAttempts {
+			return postgresErrorAs(err)
 		}
-		time.Sleep(backoff)
+		select {
+		case <-time.After(backoff):
+		case <-s.pg.writesCtx.Done():
+			return postgresErrorAs(err)
+		}
 		backoff *= 2
 	}
 }
@@ -235,26 +310,88 @@ type beginError struct{ err error }
 func (e beginError) Error() string { return e.err.Error() }
 func (e beginError) Unwrap() error { return e.err }
 
+// lostConnection is a transaction whose connection failed before its
+// commit was sent: nothing of it was committed, so the operation may run
+// again (on another connection).
+type lostConnection struct{ err error }
+
+func (e lostConnection) Error() string { return e.err.Error() }
+func (e lostConnection) Unwrap() error { return e.err }
+
+// mayRunAgain reports whether err is an attempt that committed nothing
+// because of its connection, not of what it did: a beginError or a
+// lostConnection.
+func mayRunAgain(err error) bool {
+	var notBegun beginError
+	var lost lostConnection
+	return errors.As(err, &notBegun) || errors.As(err, &lost)
+}
+
+// isConnectionLost reports whether err is a connection that failed: the
+// database unavailable (isUnavailable), but not a statement it failed
+// after waiting too long (lock_timeout, statement_timeout), which would
+// wait as long again.
+func isConnectionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == pgLockNotAvailable || pe.Code == pgQueryCanceled) {
+		return false
+	}
+	return isUnavailable(err)
+}
+
+// Messages of the writes whose attempt was ended by its time limit or by
+// Close: before the commit, nothing was stored; during it, the database
+// did not say.
+const (
+	msgAttemptEnded = "the gateway's database did not answer in time (a row locked by another transaction, or the database unreachable), so this change was not stored: retry shortly"
+	msgUnconfirmed  = "the gateway's database did not confirm this change in time: it may or may not have been stored; read it back, or retry with the same Idempotency-Key"
+)
+
 // runPostgresOnce runs fn once in a transaction and commits it, returning
-// the changes it noted.
+// the changes it noted. The attempt has writeAttemptTimeout up to the
+// commit and commitTimeout for it; an attempt ended by its time limit, or
+// by Close, fails with ErrUnavailable.
 func (s *Store) runPostgresOnce(fn func(tx *Tx) error) ([]Change, error) {
 	s.transactions.Add(1)
 	s.operations.Add(1)
-	sqlTx, err := s.readers.BeginTxx(context.Background(), nil)
+	// One context for BEGIN, the statements and COMMIT (database/sql
+	// commits with BEGIN's context), ended by the timer.
+	ctx, end := context.WithCancel(s.pg.writesCtx)
+	defer end()
+	limit := time.AfterFunc(writeAttemptTimeout, end)
+	defer limit.Stop()
+	sqlTx, err := s.readers.BeginTxx(ctx, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, unavailableError{driver: err, message: msgAttemptEnded}
+		}
 		return nil, beginError{err} // nothing was written: safe to run again
 	}
-	tx := &Tx{pg: sqlTx, node: s.node}
+	tx := &Tx{pg: sqlTx, ctx: ctx, node: s.node}
 	err = runOp(&writeOp{fn: fn}, tx, s.log)
+	if err == nil && !limit.Stop() {
+		err = context.DeadlineExceeded // out of time after fn's last statement
+	}
 	if err != nil {
 		sqlTx.Rollback()
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+			return nil, unavailableError{driver: err, message: msgAttemptEnded}
+		}
 		if r, ok := err.(refusal); ok {
 			return nil, r.err
 		}
+		if isConnectionLost(err) {
+			return nil, lostConnection{err}
+		}
 		return nil, err
 	}
+	limit.Reset(commitTimeout)
 	if err := sqlTx.Commit(); err != nil {
-		return nil, err
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return nil, err // the database refused the commit: nothing stored
+		}
+		return nil, unavailableError{driver: err, message: msgUnconfirmed}
 	}
 	return tx.changes.notes, nil
 }

@@ -97,7 +97,7 @@ func (p *prepared) close() {
 // exec runs a write statement in the transaction.
 func (tx *Tx) exec(q string, args ...any) (sql.Result, error) {
 	if tx.pg != nil {
-		return tx.pg.Exec(dollar(q), args...)
+		return tx.pg.ExecContext(tx.ctx, dollar(q), args...)
 	}
 	if st := tx.prep.stmts[q]; st != nil {
 		return st.Exec(args...)
@@ -108,7 +108,7 @@ func (tx *Tx) exec(q string, args ...any) (sql.Result, error) {
 // get reads one row in the transaction.
 func (tx *Tx) get(dest any, q string, args ...any) error {
 	if tx.pg != nil {
-		return tx.pg.Get(dest, dollar(q), args...)
+		return tx.pg.GetContext(tx.ctx, dest, dollar(q), args...)
 	}
 	if st := tx.prep.stmts[q]; st != nil {
 		return st.Get(dest, args...)
@@ -119,7 +119,7 @@ func (tx *Tx) get(dest any, q string, args ...any) error {
 // sel reads rows in the transaction.
 func (tx *Tx) sel(dest any, q string, args ...any) error {
 	if tx.pg != nil {
-		return tx.pg.Select(dest, dollar(q), args...)
+		return tx.pg.SelectContext(tx.ctx, dest, dollar(q), args...)
 	}
 	if st := tx.prep.stmts[q]; st != nil {
 		return st.Select(dest, args...)
@@ -156,26 +156,41 @@ func rowOrNil[T any](r *T, err error) (*T, error) {
 	return r, nil
 }
 
-// get reads one row from the read pool.
+// get reads one row from the read pool; on PostgreSQL within readTimeout,
+// its error as readFailed reports it.
 func (s *Store) get(ctx context.Context, dest any, q string, args ...any) error {
 	if st := s.readPrep.stmts[q]; st != nil {
 		return st.GetContext(ctx, dest, args...)
 	}
-	return s.readers.GetContext(ctx, dest, s.bind(q), args...)
+	if s.pg == nil {
+		return s.readers.GetContext(ctx, dest, s.bind(q), args...)
+	}
+	limited, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	return s.readFailed(ctx, s.readers.GetContext(limited, dest, s.bind(q), args...))
 }
 
-// sel reads rows from the read pool.
+// sel reads rows from the read pool; on PostgreSQL within readTimeout,
+// its error as readFailed reports it.
 func (s *Store) sel(ctx context.Context, dest any, q string, args ...any) error {
 	if st := s.readPrep.stmts[q]; st != nil {
 		return st.SelectContext(ctx, dest, args...)
 	}
-	return s.readers.SelectContext(ctx, dest, s.bind(q), args...)
+	if s.pg == nil {
+		return s.readers.SelectContext(ctx, dest, s.bind(q), args...)
+	}
+	limited, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	return s.readFailed(ctx, s.readers.SelectContext(limited, dest, s.bind(q), args...))
 }
 
-// rows runs a query on the read pool for scanning by hand.
+// rows runs a query on the read pool for scanning by hand; on PostgreSQL
+// its error is as readFailed reports it (the rows outlive this call, so
+// statement_timeout, not readTimeout, bounds them).
 func (s *Store) rows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if st := s.readPrep.stmts[q]; st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return s.readers.QueryContext(ctx, s.bind(q), args...)
+	rows, err := s.readers.QueryContext(ctx, s.bind(q), args...)
+	return rows, s.readFailed(ctx, err)
 }

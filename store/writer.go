@@ -43,8 +43,9 @@ const smallBatch = 8
 // Tx is a write transaction handed to an operation. Its methods are the
 // store's write primitives; an operation composes them.
 type Tx struct {
-	conn    *sqlx.Conn // the writer's connection, inside BEGIN (SQLite)
-	pg      *sqlx.Tx   // the operation's own transaction (PostgreSQL)
+	conn    *sqlx.Conn      // the writer's connection, inside BEGIN (SQLite)
+	pg      *sqlx.Tx        // the operation's own transaction (PostgreSQL)
+	ctx     context.Context // bounds pg's statements (the attempt's)
 	prep    *prepared
 	rows    openRows    // the open calls' rows as committed
 	changes tailChanges // what the event tail learns once this commits
