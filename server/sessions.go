@@ -546,6 +546,11 @@ func (e *Engine) Sweep(ctx context.Context) {
 	}
 	if e.shared() {
 		e.claimOrphans(ctx)
+		// The leases of nodes long gone (a missing lease counts as
+		// lapsed, so this changes nothing but the table's size).
+		if _, err := e.st.PruneLeases(ctx, now.Add(-time.Hour)); err != nil {
+			e.log.Error("sweep: prune leases", "err", err)
+		}
 	}
 	if overdue, err := e.st.OverdueCalls(ctx, now.Add(-time.Second), 1000); err != nil {
 		e.log.Error("sweep: overdue calls", "err", err)
