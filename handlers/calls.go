@@ -67,6 +67,10 @@ func (h *callHandlers) handleCallGet(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
+	if !toolgate.WellFormedID(id) {
+		WriteError(w, r, notWellFormed("call", id))
+		return
+	}
 	call, err := h.calls.WaitCall(r.Context(), id, wait)
 	if err != nil {
 		WriteError(w, r, err)

@@ -153,7 +153,7 @@ func New(opts Options) *API {
 		r.Get("/v1/sessions", sessions.handleSessionList)
 		r.Post("/v1/calls", calls.handleCallCreate)
 		r.Get("/v1/calls", calls.handleCallList)
-		r.With(callInPath).Get("/v1/calls/{id}", calls.handleCallGet)
+		r.Get("/v1/calls/{id}", calls.handleCallGet) // checks its id after wait_ms
 		r.With(callInPath).Post("/v1/calls/{id}/cancel", calls.handleCallCancel)
 	})
 	if opts.Mount != nil {

@@ -17,16 +17,12 @@ var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 // checkAnswer validates an answer's shape and returns the outcome it asks
 // for, or the reason it is refused: before the transaction, so that a bad
-// answer of a batch is refused alone. An id that is not a call id's shape
-// is NOT_FOUND (no read); text stored as it is must be storable on every
-// database (toolgate.CheckPlainText; the JSON of output and details valid
-// UTF-8).
+// answer of a batch is refused alone. Text stored as it is must be
+// storable on every database (toolgate.CheckPlainText; the JSON of output
+// and details valid UTF-8).
 func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 	if a.ID == "" {
 		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "id is required")
-	}
-	if !toolgate.WellFormedID(a.ID) {
-		return store.Outcome{}, toolgate.Errorf(toolgate.ENotFound, "this session has no call %q (a call id is a lowercase UUID)", a.ID)
 	}
 	success := a.Type == toolgate.AnswerResult
 	switch {
@@ -92,6 +88,10 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 	for i, a := range answers {
 		acks[i].ID = a.ID
 		o, err := checkAnswer(a)
+		if err == nil && !toolgate.WellFormedID(a.ID) {
+			// No call has such an id: not looked for.
+			err = toolgate.Errorf(toolgate.ENotFound, "this session has no call %q (a call id is a lowercase UUID)", a.ID)
+		}
 		if err != nil {
 			acks[i].Error = err
 			continue
