@@ -24,7 +24,8 @@ type ToolSpecChecks struct {
 // protocol's rules and returns the first one it breaks, as an *Error with
 // BAD_REQUEST (unless checks.Admit gave another code), in this order: the
 // name has the shape of ToolNamePattern; checks.Admit; the description is
-// not blank and at most MaxDescriptionLength characters; timeout_ms, when
+// not blank, at most MaxDescriptionLength characters and plain text
+// (CheckPlainText: no NUL, which PostgreSQL's text refuses); timeout_ms, when
 // set; requires_approval is empty or a known requirement; no rate_limit
 // value is negative; parameters, when given, passes CheckToolParameters.
 // The gateway and the Go SDK both check with it, so a tool the SDK accepts
@@ -44,6 +45,9 @@ func CheckToolSpec(spec ToolSpec, checks ToolSpecChecks) error {
 	}
 	if n := len([]rune(spec.Description)); n > MaxDescriptionLength {
 		return Errorf(EBadRequest, "description is %d characters; the limit is %d", n, MaxDescriptionLength)
+	}
+	if err := CheckPlainText(spec.Description); err != nil {
+		return Errorf(EBadRequest, "description %v", err)
 	}
 	if spec.TimeoutMS != 0 {
 		if checks.Timeout != nil {

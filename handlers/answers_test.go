@@ -21,7 +21,7 @@ func TestAnswers(t *testing.T) {
 	answers := func(f fakeAnswers) fakeEngine { return fakeEngine{Answers: &f} }
 	acking := answers(fakeAnswers{submit: ackAll})
 	results := func(body string) request {
-		return request{method: "POST", path: "/v1/sessions/s1/results", headers: asSession("s1"), body: body}
+		return request{method: "POST", path: "/v1/sessions/" + sid1 + "/results", headers: asSession(sid1), body: body}
 	}
 	tooMany := `{"type":"tool_results","results":[` + strings.Repeat(`{},`, 1000) + `{}]}`
 	runScenarios(t, []scenario{
@@ -89,16 +89,16 @@ func TestAnswers(t *testing.T) {
 		{name: "progress", engine: answers(fakeAnswers{progress: func(sid string, p toolgate.ProgressReport) (*toolgate.ProgressAck, error) {
 			return &toolgate.ProgressAck{Type: "progress_acknowledged", ID: p.ID, Deadline: toolgate.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))}, nil
 		}}),
-			request: request{method: "POST", path: "/v1/sessions/s1/progress", headers: asSession("s1"), body: `{"type":"progress","id":"c1","progress":{"done":3,"of":10}}`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/progress", headers: asSession(sid1), body: `{"type":"progress","id":"c1","progress":{"done":3,"of":10}}`},
 			status:  200, body: `{"type":"progress_acknowledged","id":"c1","deadline":"2025-01-02T03:04:05.000Z"}` + "\n"},
 		{name: "progress of a call that has ended",
 			engine: answers(fakeAnswers{progress: func(string, toolgate.ProgressReport) (*toolgate.ProgressAck, error) {
 				return nil, toolgate.Errorf(toolgate.ECallClosed, "call c1 has ended")
 			}}),
-			request: request{method: "POST", path: "/v1/sessions/s1/progress", headers: asSession("s1"), body: `{"id":"c1"}`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/progress", headers: asSession(sid1), body: `{"id":"c1"}`},
 			status:  409, body: errorBody(toolgate.ECallClosed, "call c1 has ended")},
 		{name: "progress that is not JSON",
-			request: request{method: "POST", path: "/v1/sessions/s1/progress", headers: asSession("s1"), body: `{"id":`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/progress", headers: asSession(sid1), body: `{"id":`},
 			status:  400, body: errorBody(toolgate.EBadRequest, "the body is not valid JSON: it ends too early")},
 	})
 }
@@ -126,12 +126,12 @@ func TestAnswersReceive(t *testing.T) {
 			return &toolgate.ProgressAck{}, nil
 		},
 	}}, nil, false)
-	s4 := asSession("s4")
+	s4 := asSession(sid4)
 
-	ts.call(t, request{method: "POST", path: "/v1/sessions/s4/results", headers: s4,
+	ts.call(t, request{method: "POST", path: "/v1/sessions/" + sid4 + "/results", headers: s4,
 		body: `{"type":"tool_error","id":"c1","success":false,"error":"no page","code":"NOT_FOUND","details":{"url":"/x"}}`})
 	got := submissions.only(t)
-	if got.sid != "s4" || len(got.answers) != 1 {
+	if got.sid != sid4 || len(got.answers) != 1 {
 		t.Fatalf("the engine got %+v", got)
 	}
 	a := got.answers[0]
@@ -140,17 +140,17 @@ func TestAnswersReceive(t *testing.T) {
 	}
 
 	submissions = received[submission]{}
-	ts.call(t, request{method: "POST", path: "/v1/sessions/s4/results", headers: s4,
+	ts.call(t, request{method: "POST", path: "/v1/sessions/" + sid4 + "/results", headers: s4,
 		body: `{"type":"tool_results","results":[{"type":"tool_result","id":"a","output":[1,2]},"not an answer",{"type":"tool_result","id":"b","output":null}]}`})
 	got = submissions.only(t)
 	if len(got.answers) != 2 || got.answers[0].ID != "a" || string(got.answers[0].Output) != "[1,2]" || got.answers[1].ID != "b" {
 		t.Errorf("the batch reached the engine as %+v", got.answers)
 	}
 
-	ts.call(t, request{method: "POST", path: "/v1/sessions/s4/progress", headers: s4,
+	ts.call(t, request{method: "POST", path: "/v1/sessions/" + sid4 + "/progress", headers: s4,
 		body: `{"type":"progress","id":"c2","progress":{"done":3}}`})
 	r := reports.only(t)
-	if r.sid != "s4" || r.p.ID != "c2" || r.p.Type != "progress" || string(r.p.Progress) != `{"done":3}` {
+	if r.sid != sid4 || r.p.ID != "c2" || r.p.Type != "progress" || string(r.p.Progress) != `{"done":3}` {
 		t.Errorf("the engine got the report %+v", r)
 	}
 }

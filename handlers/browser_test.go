@@ -74,15 +74,15 @@ func TestPostBodiesMustBeJSON(t *testing.T) {
 			status: 415, body: unsupported("/v1/streams")},
 		{name: "a poll as text", request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[]}`, headers: map[string]string{"Content-Type": "text/plain"}},
 			status: 415, body: unsupported("/v1/poll")},
-		{name: "a session's POST with a body as text", request: request{method: "POST", path: "/v1/sessions/s1/progress", body: "{}",
-			headers: with(asSession("s1"), map[string]string{"Content-Type": "text/plain;charset=UTF-8"})},
-			status: 415, body: unsupported("/v1/sessions/s1/progress")},
+		{name: "a session's POST with a body as text", request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/progress", body: "{}",
+			headers: with(asSession(sid1), map[string]string{"Content-Type": "text/plain;charset=UTF-8"})},
+			status: 415, body: unsupported("/v1/sessions/" + sid1 + "/progress")},
 		{name: "a caller's POST with a chunked body and no type", request: request{method: "POST", path: "/v1/calls", body: `{"tool":"t"}`, chunked: true,
 			headers: with(asAgent, noType)},
 			status: 415, body: unsupported("/v1/calls")},
 		{name: "a session's POST with no body needs no type",
 			engine:  fakeEngine{Sessions: &fakeSessions{close: func(string) error { return nil }}},
-			request: request{method: "POST", path: "/v1/sessions/s1/close", headers: with(asSession("s1"), noType)},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/close", headers: with(asSession(sid1), noType)},
 			status:  200},
 		{name: "a malformed type", request: request{method: "POST", path: "/v1/sessions", headers: map[string]string{"Content-Type": "application/json; charset"}},
 			status: 415, body: unsupported("/v1/sessions")},
@@ -174,7 +174,7 @@ func TestQueryTokenOnlyOnStreams(t *testing.T) {
 	eng := fakeEngine{Tools: &fakeTools{remove: func(sid, name string) error { removed.put(sid + "/" + name); return nil }}}
 	for _, name := range []string{"events", "poll"} {
 		ts := newTestServer(t, eng, nil, false)
-		status, _, body := ts.call(t, request{method: "DELETE", path: "/v1/sessions/s1/tools/" + name + "?access_token=token-s1"})
+		status, _, body := ts.call(t, request{method: "DELETE", path: "/v1/sessions/" + sid1 + "/tools/" + name + "?access_token=token-" + sid1})
 		if status != http.StatusUnauthorized || body != errorBody(toolgate.EUnauthenticated, "a session token is required") {
 			t.Errorf("DELETE tools/%s with ?access_token=: %d %s, want 401", name, status, body)
 		}
@@ -184,7 +184,7 @@ func TestQueryTokenOnlyOnStreams(t *testing.T) {
 	}
 	// The header still works there, so the refusal above is the query's.
 	ts := newTestServer(t, eng, nil, false)
-	if status, _, body := ts.call(t, request{method: "DELETE", path: "/v1/sessions/s1/tools/events", headers: asSession("s1")}); status != 200 {
+	if status, _, body := ts.call(t, request{method: "DELETE", path: "/v1/sessions/" + sid1 + "/tools/events", headers: asSession(sid1)}); status != 200 {
 		t.Errorf("DELETE tools/events with the header: %d %s", status, body)
 	}
 }
@@ -198,7 +198,7 @@ func TestMetricsNeedTheAgentKey(t *testing.T) {
 	runScenarios(t, []scenario{
 		{name: "without a key", tune: metrics, request: request{method: "GET", path: "/metrics"},
 			status: 401, body: errorBody(toolgate.EUnauthenticated, "the agent key is required (Authorization: Bearer <agent key>)")},
-		{name: "with a session token", tune: metrics, request: request{method: "GET", path: "/metrics", headers: asSession("s1")},
+		{name: "with a session token", tune: metrics, request: request{method: "GET", path: "/metrics", headers: asSession(sid1)},
 			status: 401, body: errorBody(toolgate.EUnauthenticated, "invalid agent key")},
 		{name: "with the agent key", tune: metrics, request: request{method: "GET", path: "/metrics", headers: asAgent},
 			status: 200, body: "toolgate_up 1\n"},

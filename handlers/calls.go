@@ -27,7 +27,16 @@ func (h *callHandlers) handleCallCreate(w http.ResponseWriter, r *http.Request) 
 		WriteError(w, r, err)
 		return
 	}
-	call, err := h.calls.CreateCall(r.Context(), req, r.Header.Get("Idempotency-Key"))
+	key := r.Header.Get("Idempotency-Key")
+	if err := checkIdempotencyKey(key); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if req.SessionID != "" && !toolgate.WellFormedID(req.SessionID) {
+		WriteError(w, r, notWellFormed("session", req.SessionID))
+		return
+	}
+	call, err := h.calls.CreateCall(r.Context(), req, key)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -58,6 +67,10 @@ func (h *callHandlers) handleCallGet(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
+	if !toolgate.WellFormedID(id) {
+		WriteError(w, r, notWellFormed("call", id))
+		return
+	}
 	call, err := h.calls.WaitCall(r.Context(), id, wait)
 	if err != nil {
 		WriteError(w, r, err)
@@ -73,6 +86,16 @@ func (h *callHandlers) handleCallList(w http.ResponseWriter, r *http.Request) {
 		SessionID: q.Get("session_id"),
 		Tool:      q.Get("tool"),
 		Status:    toolgate.CallStatus(q.Get("status")),
+	}
+	// Filters that can match nothing are refused before the database is
+	// read, as before is.
+	if err := sessionFilter(query.SessionID, toolgate.EBadRequest); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if err := textParam("tool", query.Tool); err != nil {
+		WriteError(w, r, err)
+		return
 	}
 	before, err := beforeCursor(q.Get("before"), "call")
 	if err != nil {

@@ -35,7 +35,7 @@ func TestCalls(t *testing.T) {
 	waitCut := func(context.Context, string, time.Duration) (*toolgate.Call, error) { return nil, context.Canceled }
 	runScenarios(t, []scenario{
 		{name: "create and wait", engine: calls(fakeCalls{create: created, wait: waited}),
-			request: request{method: "POST", path: "/v1/calls", headers: asAgent, body: `{"session_id":"s1","tool":"echo","args":{"text":"hi"}}`},
+			request: request{method: "POST", path: "/v1/calls", headers: asAgent, body: `{"session_id":"` + sid1 + `","tool":"echo","args":{"text":"hi"}}`},
 			status:  200, body: callJSON("completed")},
 		{name: "create without waiting", engine: calls(fakeCalls{create: created}),
 			request: request{method: "POST", path: "/v1/calls", headers: asAgent, body: `{"tool":"echo","wait":false}`},
@@ -63,24 +63,24 @@ func TestCalls(t *testing.T) {
 			request: request{method: "POST", path: "/v1/calls", headers: asAgent, body: `{"tool":"echo"}`},
 			status:  503, body: errorBody(toolgate.ESessionOffline, "session s1 is offline")},
 		{name: "create needs the agent key",
-			request: request{method: "POST", path: "/v1/calls", headers: asSession("s1"), body: `{"tool":"echo"}`},
+			request: request{method: "POST", path: "/v1/calls", headers: asSession(sid1), body: `{"tool":"echo"}`},
 			status:  401, body: errorBody(toolgate.EUnauthenticated, "invalid agent key")},
 
 		{name: "get", engine: calls(fakeCalls{wait: waited}),
-			request: request{method: "GET", path: "/v1/calls/c1", headers: asAgent},
+			request: request{method: "GET", path: "/v1/calls/" + call1, headers: asAgent},
 			status:  200, body: callJSON("completed")},
 		{name: "get with a negative wait",
-			request: request{method: "GET", path: "/v1/calls/c1?wait_ms=-5", headers: asAgent},
+			request: request{method: "GET", path: "/v1/calls/" + call1 + "?wait_ms=-5", headers: asAgent},
 			status:  400, body: errorBody(toolgate.EBadRequest, `wait_ms must be a whole number of milliseconds, not "-5"`)},
 		{name: "get with a wait that is not a number",
-			request: request{method: "GET", path: "/v1/calls/c1?wait_ms=1s", headers: asAgent},
+			request: request{method: "GET", path: "/v1/calls/" + call1 + "?wait_ms=1s", headers: asAgent},
 			status:  400, body: errorBody(toolgate.EBadRequest, `wait_ms must be a whole number of milliseconds, not "1s"`)},
 		{name: "get a call that is not there",
 			engine: calls(fakeCalls{wait: func(_ context.Context, id string, _ time.Duration) (*toolgate.Call, error) {
 				return nil, toolgate.Errorf(toolgate.ENotFound, "no call %s", id)
 			}}),
-			request: request{method: "GET", path: "/v1/calls/c9", headers: asAgent},
-			status:  404, body: errorBody(toolgate.ENotFound, "no call c9")},
+			request: request{method: "GET", path: "/v1/calls/" + call9, headers: asAgent},
+			status:  404, body: errorBody(toolgate.ENotFound, "no call "+call9+"")},
 
 		{name: "list", engine: calls(fakeCalls{list: func(toolgate.CallQuery) (*toolgate.CallList, error) {
 			next := "c0"
@@ -108,11 +108,11 @@ func TestCalls(t *testing.T) {
 			status:  400, body: errorBody(toolgate.EBadRequest, cursorRefusal("call"))},
 
 		{name: "cancel", engine: calls(fakeCalls{cancel: func(string) (*toolgate.Call, error) { return aCall(toolgate.StatusCancelled), nil }}),
-			request: request{method: "POST", path: "/v1/calls/c1/cancel", headers: asAgent},
+			request: request{method: "POST", path: "/v1/calls/" + call1 + "/cancel", headers: asAgent},
 			status:  200, body: callJSON("cancelled")},
 		{name: "cancel a call that has ended",
 			engine:  cancelFails(toolgate.Errorf(toolgate.ECallClosed, "the call has ended")),
-			request: request{method: "POST", path: "/v1/calls/c1/cancel", headers: asAgent},
+			request: request{method: "POST", path: "/v1/calls/" + call1 + "/cancel", headers: asAgent},
 			status:  409, body: errorBody(toolgate.ECallClosed, "the call has ended")},
 	})
 }
@@ -148,10 +148,10 @@ func TestCallsReceive(t *testing.T) {
 		cancel: func(id string) (*toolgate.Call, error) { cancels.put(id); return aCall(toolgate.StatusCancelled), nil },
 	}}, func(o *handlers.Options) { o.MaxCallWait = 2 * time.Second }, false)
 
-	ts.call(t, request{method: "POST", path: "/v1/calls", body: `{"session_id":"s1","tool":"echo","args":{"text":"hi"},"timeout_ms":1500}`,
+	ts.call(t, request{method: "POST", path: "/v1/calls", body: `{"session_id":"` + sid1 + `","tool":"echo","args":{"text":"hi"},"timeout_ms":1500}`,
 		headers: map[string]string{"Authorization": "Bearer " + agentKey, "Idempotency-Key": "order-17"}})
 	c := creations.only(t)
-	if c.key != "order-17" || c.req.SessionID != "s1" || c.req.Tool != "echo" || string(c.req.Args) != `{"text":"hi"}` || c.req.TimeoutMS != 1500 || c.req.Wait != nil {
+	if c.key != "order-17" || c.req.SessionID != sid1 || c.req.Tool != "echo" || string(c.req.Args) != `{"text":"hi"}` || c.req.TimeoutMS != 1500 || c.req.Wait != nil {
 		t.Errorf("the engine got %+v", c)
 	}
 	if w := waits.only(t); w != (wait{"c1", -1}) {
@@ -169,14 +169,14 @@ func TestCallsReceive(t *testing.T) {
 		{"?wait_ms=99999999999999", 2 * time.Second},
 	} {
 		waits = received[wait]{}
-		ts.call(t, request{method: "GET", path: "/v1/calls/c7" + tc.query, headers: asAgent})
-		if w := waits.only(t); w != (wait{"c7", tc.want}) {
-			t.Errorf("GET /v1/calls/c7%s waited %+v, want %v", tc.query, w, tc.want)
+		ts.call(t, request{method: "GET", path: "/v1/calls/" + call7 + tc.query, headers: asAgent})
+		if w := waits.only(t); w != (wait{call7, tc.want}) {
+			t.Errorf("GET /v1/calls/"+call7+"%s waited %+v, want %v", tc.query, w, tc.want)
 		}
 	}
 
-	ts.call(t, request{method: "GET", path: "/v1/calls?session_id=s1&tool=echo&status=failed&before=01a20b24-c8e2-79cb-b053-d813ec727e4e&limit=5", headers: asAgent})
-	if q := queries.only(t); q != (toolgate.CallQuery{SessionID: "s1", Tool: "echo", Status: toolgate.StatusFailed, Before: "01a20b24-c8e2-79cb-b053-d813ec727e4e", Limit: 5}) {
+	ts.call(t, request{method: "GET", path: "/v1/calls?session_id=" + sid1 + "&tool=echo&status=failed&before=01a20b24-c8e2-79cb-b053-d813ec727e4e&limit=5", headers: asAgent})
+	if q := queries.only(t); q != (toolgate.CallQuery{SessionID: sid1, Tool: "echo", Status: toolgate.StatusFailed, Before: "01a20b24-c8e2-79cb-b053-d813ec727e4e", Limit: 5}) {
 		t.Errorf("the history query is %+v", q)
 	}
 	queries = received[toolgate.CallQuery]{}
@@ -185,9 +185,9 @@ func TestCallsReceive(t *testing.T) {
 		t.Errorf("the history query without parameters is %+v", q)
 	}
 
-	ts.call(t, request{method: "POST", path: "/v1/calls/c3/cancel", headers: asAgent})
-	if id := cancels.only(t); id != "c3" {
-		t.Errorf("cancelled %q, want c3", id)
+	ts.call(t, request{method: "POST", path: "/v1/calls/" + call3 + "/cancel", headers: asAgent})
+	if id := cancels.only(t); id != call3 {
+		t.Errorf("cancelled %q, want %q", id, call3)
 	}
 }
 
@@ -199,7 +199,7 @@ func TestCallWaitDefaultCap(t *testing.T) {
 		waits.put(d)
 		return aCall(toolgate.StatusPending), nil
 	}}}, nil, false)
-	ts.call(t, request{method: "GET", path: "/v1/calls/c1?wait_ms=3600000", headers: asAgent})
+	ts.call(t, request{method: "GET", path: "/v1/calls/" + call1 + "?wait_ms=3600000", headers: asAgent})
 	if d := waits.only(t); d != 15*time.Minute {
 		t.Errorf("waited %v, want 15m", d)
 	}

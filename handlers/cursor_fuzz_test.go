@@ -124,7 +124,7 @@ func FuzzCursorParams(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, routeByte uint8, cursor, wait string) {
 		route := cursorRoute(routeByte) % cursorRoutes
-		sid := fmt.Sprintf("s%d", requests.Add(1)) // each request its own session: its own record
+		sid := fmt.Sprintf("01a20b24-c8e2-79cb-b053-%012d", requests.Add(1)) // each request its own session (shaped as an id): its own record
 		token := "token-" + sid
 		var req *http.Request
 		switch route {

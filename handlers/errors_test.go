@@ -15,7 +15,7 @@ func cancelFails(err error) fakeEngine {
 }
 
 func cancelRequest() request {
-	return request{method: "POST", path: "/v1/calls/c1/cancel", headers: asAgent}
+	return request{method: "POST", path: "/v1/calls/" + call1 + "/cancel", headers: asAgent}
 }
 
 func TestEngineErrorsMapToStatuses(t *testing.T) {
@@ -129,10 +129,10 @@ func TestBadJSON(t *testing.T) {
 		strict("an unknown field", `{"tool":"echo","tools":[]}`, `unknown field "tools"`),
 		strict("two values", `{} {}`, "the body must hold one JSON value"),
 		{name: "a lenient route takes unknown fields", engine: registered,
-			request: request{method: "POST", path: "/v1/sessions/s1/tools", headers: asSession("s1"), body: `{"tools":[],"extra":1}`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/tools", headers: asSession(sid1), body: `{"tools":[],"extra":1}`},
 			status:  200, body: `{"type":"tools_registered","count":0,"registered":0,"rejected":null}` + "\n"},
 		{name: "a lenient route still wants one value", engine: registered,
-			request: request{method: "POST", path: "/v1/sessions/s1/tools", headers: asSession("s1"), body: `{"tools":[]}x`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/tools", headers: asSession(sid1), body: `{"tools":[]}x`},
 			status:  400, body: errorBody(toolgate.EBadRequest, "the body must hold one JSON value")},
 	})
 }

@@ -243,3 +243,19 @@ func errorBody(code, message string) string {
 	m, _ := json.Marshal(message)
 	return `{"error":{"code":"` + code + `","message":` + string(m) + `}}` + "\n"
 }
+
+// The ids of the sessions and calls these tests name in paths, shaped as
+// the gateway makes them: the routes answer 404 to any other shape.
+const (
+	sid1  = "01a20b24-c8e2-79cb-b053-000000000001"
+	sid2  = "01a20b24-c8e2-79cb-b053-000000000002"
+	sid3  = "01a20b24-c8e2-79cb-b053-000000000003"
+	sid4  = "01a20b24-c8e2-79cb-b053-000000000004"
+	sid7  = "01a20b24-c8e2-79cb-b053-000000000007"
+	sid8  = "01a20b24-c8e2-79cb-b053-000000000008"
+	sid9  = "01a20b24-c8e2-79cb-b053-000000000009"
+	call1 = "01a20b24-c8e2-79cb-b053-0000000000c1"
+	call3 = "01a20b24-c8e2-79cb-b053-0000000000c3"
+	call7 = "01a20b24-c8e2-79cb-b053-0000000000c7"
+	call9 = "01a20b24-c8e2-79cb-b053-0000000000c9"
+)

@@ -36,7 +36,7 @@ func TestPoll(t *testing.T) {
 		toolgate.Event{Seq: 5, Type: "odd", Data: []byte(`{}`)})
 	delivery := func(d *fakeDelivery) fakeEngine { return fakeEngine{Delivery: d} }
 	poll := func(query string) request {
-		return request{method: "GET", path: "/v1/sessions/s1/poll" + query, headers: asSession("s1")}
+		return request{method: "GET", path: "/v1/sessions/" + sid1 + "/poll" + query, headers: asSession(sid1)}
 	}
 	failing := func(tweak func(d *fakeDelivery)) fakeEngine {
 		d := pollOver(log)
@@ -58,7 +58,7 @@ func TestPoll(t *testing.T) {
 			request: poll(""),
 			status:  200, body: `{"events":[],"cursor":0}` + "\n"},
 		{name: "the token in the query", engine: delivery(pollOver(log)),
-			request: request{method: "GET", path: "/v1/sessions/s1/poll?cursor=5&access_token=token-s1"},
+			request: request{method: "GET", path: "/v1/sessions/" + sid1 + "/poll?cursor=5&access_token=token-" + sid1},
 			status:  200, body: `{"events":[],"cursor":5}` + "\n"},
 
 		{name: "a cursor that is not a number", engine: delivery(pollOver(log)),
@@ -85,7 +85,7 @@ func TestPoll(t *testing.T) {
 				}
 			}),
 			request: poll(""),
-			status:  404, body: errorBody(toolgate.ENotFound, "session s1 is closed")},
+			status:  404, body: errorBody(toolgate.ENotFound, "session "+sid1+" is closed")},
 		{name: "the open calls cannot be read",
 			engine: failing(func(d *fakeDelivery) {
 				d.openEvents = func(string) ([]toolgate.Event, int64, error) { return nil, 0, errors.New("store closed") }
@@ -153,7 +153,7 @@ func TestPollHeld(t *testing.T) {
 		{name: "a newer poll replaces it",
 			during: func(p *heldPoll) { p.log.add(event(8, "tool_call_request", "c2")); p.listener.replace() },
 			wait:   "&wait_ms=5000",
-			body:   `{"events":[{"type":"stream_replaced","session_id":"s1"}],"cursor":7}` + "\n", reads: 1},
+			body:   `{"events":[{"type":"stream_replaced","session_id":"` + sid1 + `"}],"cursor":7}` + "\n", reads: 1},
 		{name: "a wake with nothing new holds on",
 			during: func(p *heldPoll) { p.listener.signal() },
 			wait:   "&wait_ms=50",
@@ -171,7 +171,7 @@ func TestPollHeld(t *testing.T) {
 			p, eng := newHeldPoll(tc.during)
 			ts := newTestServer(t, eng, tc.tune, false)
 			start := time.Now()
-			status, _, body := ts.call(t, request{method: "GET", path: "/v1/sessions/s1/poll?cursor=7" + tc.wait, headers: asSession("s1")})
+			status, _, body := ts.call(t, request{method: "GET", path: "/v1/sessions/" + sid1 + "/poll?cursor=7" + tc.wait, headers: asSession(sid1)})
 			if status != 200 || body != tc.body {
 				t.Fatalf("status %d body %s, want 200 %s", status, body, tc.body)
 			}

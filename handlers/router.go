@@ -114,15 +114,17 @@ func New(opts Options) *API {
 
 	// Client API.
 	r.With(a.requireClientKey, limitSessionCreation(opts.SessionLimit, a.auth)).Post("/v1/sessions", sessions.handleSessionCreate)
+	// A {sid} that is not an id's shape is 404 once the credentials are
+	// checked (pathids.go), without a read of the database.
 	r.Route("/v1/sessions/{sid}", func(r chi.Router) {
 		r.Group(func(r chi.Router) {
-			r.Use(a.requireSessionOrAgent)
+			r.Use(a.requireSessionOrAgent, sessionInPath)
 			r.Get("/", sessions.handleSessionGet)
 			r.Post("/close", sessions.handleSessionClose)
 			r.Delete("/", sessions.handleSessionClose)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(a.requireSession)
+			r.Use(a.requireSession, sessionInPath)
 			r.Post("/tools", tools.handleToolsRegister)
 			r.Delete("/tools/{name}", tools.handleToolDelete)
 			r.Post("/results", answers.handleResults)
@@ -131,7 +133,7 @@ func New(opts Options) *API {
 		// The two routes a browser's EventSource (which cannot set a
 		// header) may reach with ?access_token=; no other route takes it.
 		r.Group(func(r chi.Router) {
-			r.Use(a.requireSessionQueryToken)
+			r.Use(a.requireSessionQueryToken, sessionInPath)
 			r.Get("/events", stream.handleEvents)
 			r.Get("/poll", poll.handlePoll)
 		})
@@ -151,8 +153,8 @@ func New(opts Options) *API {
 		r.Get("/v1/sessions", sessions.handleSessionList)
 		r.Post("/v1/calls", calls.handleCallCreate)
 		r.Get("/v1/calls", calls.handleCallList)
-		r.Get("/v1/calls/{id}", calls.handleCallGet)
-		r.Post("/v1/calls/{id}/cancel", calls.handleCallCancel)
+		r.Get("/v1/calls/{id}", calls.handleCallGet) // checks its id after wait_ms
+		r.With(callInPath).Post("/v1/calls/{id}/cancel", calls.handleCallCancel)
 	})
 	if opts.Mount != nil {
 		opts.Mount(r, a)

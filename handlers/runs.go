@@ -40,12 +40,13 @@ func MountAgent(ag Agent, runStarts AddressLimit) func(r Router, api *API) {
 	return func(r Router, api *API) {
 		h := &agentHandlers{api: api, ag: ag, runStarts: newAddressBuckets(runStarts, "runs started")}
 		r.With(api.RequireAgent).Post("/v1/runs", h.handleRunCreate)
-		r.With(api.RequireAgent).Get("/v1/runs/{id}", h.handleRunGet)
-		r.With(api.requireSession).Post("/v1/sessions/{sid}/runs", h.handleRunCreate)
-		r.With(api.requireSession).Get("/v1/sessions/{sid}/runs/{id}", h.handleRunGet)
-		r.With(api.requireSessionOrAgent).Post("/v1/sessions/{sid}/settings", h.handleSettings)
-		r.Post("/v1/calls/{id}/approve", h.handleApprove)
-		r.Post("/v1/calls/{id}/deny", h.handleDeny)
+		r.With(api.RequireAgent, runInPath).Get("/v1/runs/{id}", h.handleRunGet)
+		r.With(api.requireSession, sessionInPath).Post("/v1/sessions/{sid}/runs", h.handleRunCreate)
+		r.With(api.requireSession, sessionInPath, runInPath).Get("/v1/sessions/{sid}/runs/{id}", h.handleRunGet)
+		r.With(api.requireSessionOrAgent, sessionInPath).Post("/v1/sessions/{sid}/settings", h.handleSettings)
+		// Approve and deny check their credentials in the engine.
+		r.With(callInPath).Post("/v1/calls/{id}/approve", h.handleApprove)
+		r.With(callInPath).Post("/v1/calls/{id}/deny", h.handleDeny)
 	}
 }
 
@@ -77,6 +78,9 @@ func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) 
 			WriteError(w, r, err)
 			return
 		}
+	} else if req.SessionID != "" && !toolgate.WellFormedID(req.SessionID) {
+		WriteError(w, r, notWellFormed("session", req.SessionID))
+		return
 	}
 	id, feed, err := h.ag.StartRun(r.Context(), req, startedBy)
 	if err != nil {

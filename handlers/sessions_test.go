@@ -51,14 +51,14 @@ func TestSessions(t *testing.T) {
 			status:  400, body: errorBody(toolgate.EBadRequest, "metadata is too large")},
 
 		{name: "read", engine: viewOK,
-			request: request{method: "GET", path: "/v1/sessions/s1", headers: asSession("s1")},
+			request: request{method: "GET", path: "/v1/sessions/" + sid1, headers: asSession(sid1)},
 			status:  200, body: aSessionJSON + "\n"},
 		{name: "read a session that is gone",
 			engine: sessions(fakeSessions{view: func(sid string) (*toolgate.SessionView, error) {
 				return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", sid)
 			}}),
-			request: request{method: "GET", path: "/v1/sessions/s9", headers: asAgent},
-			status:  404, body: errorBody(toolgate.ENotFound, "no session s9")},
+			request: request{method: "GET", path: "/v1/sessions/" + sid9, headers: asAgent},
+			status:  404, body: errorBody(toolgate.ENotFound, "no session "+sid9)},
 
 		{name: "list", engine: sessions(fakeSessions{list: func(toolgate.SessionQuery) (*toolgate.SessionList, error) {
 			return &toolgate.SessionList{Sessions: []toolgate.SessionView{aSession}}, nil
@@ -94,14 +94,14 @@ func TestSessions(t *testing.T) {
 			status:  400, body: errorBody(toolgate.EBadRequest, cursorRefusal("session"))},
 
 		{name: "close", engine: closeOK,
-			request: request{method: "POST", path: "/v1/sessions/s1/close", headers: asSession("s1")},
-			status:  200, body: `{"session_id":"s1","type":"session_closed"}` + "\n"},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/close", headers: asSession(sid1)},
+			status:  200, body: `{"session_id":"` + sid1 + `","type":"session_closed"}` + "\n"},
 		{name: "close by DELETE with the agent key", engine: closeOK,
-			request: request{method: "DELETE", path: "/v1/sessions/s1", headers: asAgent},
-			status:  200, body: `{"session_id":"s1","type":"session_closed"}` + "\n"},
+			request: request{method: "DELETE", path: "/v1/sessions/" + sid1, headers: asAgent},
+			status:  200, body: `{"session_id":"` + sid1 + `","type":"session_closed"}` + "\n"},
 		{name: "close refused by the engine",
 			engine:  sessions(fakeSessions{close: func(string) error { return toolgate.Errorf(toolgate.ENotFound, "no session s1") }}),
-			request: request{method: "POST", path: "/v1/sessions/s1/close", headers: asSession("s1")},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/close", headers: asSession(sid1)},
 			status:  404, body: errorBody(toolgate.ENotFound, "no session s1")},
 	})
 }
@@ -134,13 +134,13 @@ func TestSessionsReceive(t *testing.T) {
 	if req.Client != (toolgate.ClientInfo{Name: "tab", Version: "1.2", Platform: "web"}) || string(req.Metadata) != `{"user":"ann"}` {
 		t.Errorf("the engine got %+v (metadata %s)", req, req.Metadata)
 	}
-	ts.call(t, request{method: "GET", path: "/v1/sessions/s7", headers: asSession("s7")})
-	if sid := viewed.only(t); sid != "s7" {
-		t.Errorf("read session %q, want s7", sid)
+	ts.call(t, request{method: "GET", path: "/v1/sessions/" + sid7, headers: asSession(sid7)})
+	if sid := viewed.only(t); sid != sid7 {
+		t.Errorf("read session %q, want %s", sid, sid7)
 	}
-	ts.call(t, request{method: "DELETE", path: "/v1/sessions/s8", headers: asSession("s8")})
-	if sid := closed.only(t); sid != "s8" {
-		t.Errorf("closed session %q, want s8", sid)
+	ts.call(t, request{method: "DELETE", path: "/v1/sessions/" + sid8, headers: asSession(sid8)})
+	if sid := closed.only(t); sid != sid8 {
+		t.Errorf("closed session %q, want %s", sid, sid8)
 	}
 	ts.call(t, request{method: "GET", path: "/v1/sessions?limit=7&before=01a20b24-c8e2-79cb-b053-d813ec727e4e", headers: asAgent})
 	if q := queries.only(t); q != (toolgate.SessionQuery{Before: "01a20b24-c8e2-79cb-b053-d813ec727e4e", Limit: 7}) {

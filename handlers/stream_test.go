@@ -22,7 +22,7 @@ func frame(seq int64, typ, callID string) string {
 
 // ready is the start of every stream of session s1.
 func ready(heartbeatMS int) string {
-	return fmt.Sprintf("retry: 2000\n\nevent: ready\ndata: {\"type\":\"ready\",\"session_id\":\"s1\",\"heartbeat_ms\":%d}\n\n", heartbeatMS)
+	return fmt.Sprintf("retry: 2000\n\nevent: ready\ndata: {\"type\":\"ready\",\"session_id\":\"%s\",\"heartbeat_ms\":%d}\n\n", sid1, heartbeatMS)
 }
 
 // openStream is a stream's engine side: the session's log, its open calls,
@@ -110,7 +110,7 @@ func TestStream(t *testing.T) {
 			t.Parallel()
 			s, eng := newOpenStream(event(3, "tool_call_request", "c1"))
 			ts := newTestServer(t, eng, nil, tr.http2)
-			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events", headers: asSession("s1")})
+			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/" + sid1 + "/events", headers: asSession(sid1)})
 			if resp.StatusCode != 200 || resp.ProtoMajor != map[bool]int{false: 1, true: 2}[tr.http2] {
 				t.Fatalf("status %d over %s", resp.StatusCode, resp.Proto)
 			}
@@ -186,7 +186,7 @@ func TestStreamResumes(t *testing.T) {
 				s, eng := newOpenStream(event(3, "tool_call_request", "c1"), event(7, "tool_call_request", "c4"))
 				s.log.add(event(6, "call_cancelled", "c2"))
 				ts := newTestServer(t, eng, func(o *handlers.Options) { o.Heartbeat = time.Hour }, tr.http2)
-				resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events" + resume.path, headers: with(asSession("s1"), resume.headers)})
+				resp := ts.do(t, request{method: "GET", path: "/v1/sessions/" + sid1 + "/events" + resume.path, headers: with(asSession(sid1), resume.headers)})
 				expect(t, resp.Body, ready(3600000)+frame(3, "tool_call_request", "c1")+
 					frame(6, "call_cancelled", "c2")+frame(7, "tool_call_request", "c4"))
 				if cursor := s.checked.only(t); cursor != 5 {
@@ -206,7 +206,7 @@ func TestStreamPings(t *testing.T) {
 			t.Parallel()
 			_, eng := newOpenStream()
 			ts := newTestServer(t, eng, func(o *handlers.Options) { o.Heartbeat = 20 * time.Millisecond }, tr.http2)
-			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events", headers: asSession("s1")})
+			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/" + sid1 + "/events", headers: asSession(sid1)})
 			body := bufio.NewReader(resp.Body)
 			expect(t, body, ready(20))
 			for range 2 {
@@ -233,8 +233,8 @@ func TestStreamCORS(t *testing.T) {
 			t.Parallel()
 			_, eng := newOpenStream()
 			ts := newTestServer(t, eng, func(o *handlers.Options) { o.AllowedOrigins = []string{"https://app.example"} }, tr.http2)
-			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events",
-				headers: with(asSession("s1"), map[string]string{"Origin": "https://app.example"})})
+			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/" + sid1 + "/events",
+				headers: with(asSession(sid1), map[string]string{"Origin": "https://app.example"})})
 			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "https://app.example" {
 				t.Errorf("Access-Control-Allow-Origin is %q", got)
 			}
@@ -250,14 +250,14 @@ func TestStreamRefused(t *testing.T) {
 		return eng
 	}
 	events := func(headers map[string]string) request {
-		return request{method: "GET", path: "/v1/sessions/s1/events", headers: with(asSession("s1"), headers)}
+		return request{method: "GET", path: "/v1/sessions/" + sid1 + "/events", headers: with(asSession(sid1), headers)}
 	}
 	runScenarios(t, []scenario{
 		{name: "a Last-Event-ID that is not a number", engine: failing(func(*fakeDelivery) {}),
 			request: events(map[string]string{"Last-Event-ID": "abc"}),
 			status:  400, body: errorBody(toolgate.EBadRequest, `Last-Event-ID must be an event id from this session's stream, not "abc"`)},
 		{name: "a query last_event_id that is not a number", engine: failing(func(*fakeDelivery) {}),
-			request: request{method: "GET", path: "/v1/sessions/s1/events?last_event_id=x&access_token=token-s1"},
+			request: request{method: "GET", path: "/v1/sessions/" + sid1 + "/events?last_event_id=x&access_token=token-" + sid1},
 			status:  400, body: errorBody(toolgate.EBadRequest, `Last-Event-ID must be an event id from this session's stream, not "x"`)},
 		{name: "a cursor the log cannot resume from",
 			engine: failing(func(d *fakeDelivery) {
@@ -274,7 +274,7 @@ func TestStreamRefused(t *testing.T) {
 				}
 			}),
 			request: events(nil),
-			status:  404, body: errorBody(toolgate.ENotFound, "session s1 is closed")},
+			status:  404, body: errorBody(toolgate.ENotFound, "session "+sid1+" is closed")},
 		{name: "the open calls cannot be read",
 			engine: failing(func(d *fakeDelivery) {
 				d.openEvents = func(string) ([]toolgate.Event, int64, error) { return nil, 0, errors.New("store closed") }
@@ -292,13 +292,13 @@ func TestStreamReplaced(t *testing.T) {
 			t.Parallel()
 			s, eng := newOpenStream(event(3, "tool_call_request", "c1"))
 			ts := newTestServer(t, eng, nil, tr.http2)
-			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/s1/events", headers: asSession("s1")})
+			resp := ts.do(t, request{method: "GET", path: "/v1/sessions/" + sid1 + "/events", headers: asSession(sid1)})
 			body := bufio.NewReader(resp.Body)
 			expect(t, body, ready(15000)+frame(3, "tool_call_request", "c1"))
 			s.log.add(event(4, "tool_call_request", "c2")) // the newer stream carries it
 			s.listener.replace()
 			s.wake()
-			expect(t, body, "event: stream_replaced\ndata: {\"type\":\"stream_replaced\",\"session_id\":\"s1\"}\n\n")
+			expect(t, body, "event: stream_replaced\ndata: {\"type\":\"stream_replaced\",\"session_id\":\""+sid1+"\"}\n\n")
 			if rest, err := io.ReadAll(body); err != nil || len(rest) > 0 {
 				t.Fatalf("after stream_replaced the stream sent %q (%v)", rest, err)
 			}

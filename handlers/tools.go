@@ -36,6 +36,11 @@ func (h *toolHandlers) handleToolsRegister(w http.ResponseWriter, r *http.Reques
 // handleToolDelete serves DELETE /v1/sessions/{sid}/tools/{name}.
 func (h *toolHandlers) handleToolDelete(w http.ResponseWriter, r *http.Request) {
 	sid, name := chi.URLParam(r, "sid"), chi.URLParam(r, "name")
+	// A name no registration can have names no tool: not looked for.
+	if !toolgate.ToolNamePattern.MatchString(name) {
+		WriteError(w, r, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", sid, name))
+		return
+	}
 	if err := h.tools.RemoveTool(r.Context(), sid, name); err != nil {
 		WriteError(w, r, err)
 		return
@@ -52,7 +57,17 @@ func (h *toolHandlers) handleToolsList(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	list, err := h.tools.ListToolsPage(r.Context(), toolgate.ToolQuery{SessionID: q.Get("session_id"), After: q.Get("after"), Limit: limit})
+	query := toolgate.ToolQuery{SessionID: q.Get("session_id"), After: q.Get("after"), Limit: limit}
+	// An unknown session is 404 here; one whose id cannot exist is not read.
+	if err := sessionFilter(query.SessionID, toolgate.ENotFound); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if err := textParam("after", query.After); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	list, err := h.tools.ListToolsPage(r.Context(), query)
 	if err != nil {
 		WriteError(w, r, err)
 		return

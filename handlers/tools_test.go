@@ -12,34 +12,34 @@ func TestTools(t *testing.T) {
 		return &toolgate.ToolsRegistered{Type: "tools_registered", Count: 2, Registered: 1,
 			Rejected: []toolgate.ToolRejection{{Name: "bad name", Code: toolgate.EBadRequest, Message: "a tool name is letters, digits, _ and -"}}}, nil
 	}})
-	session := asSession("s1")
+	session := asSession(sid1)
 	runScenarios(t, []scenario{
 		{name: "register", engine: registered,
-			request: request{method: "POST", path: "/v1/sessions/s1/tools", headers: session,
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/tools", headers: session,
 				body: `{"type":"register_tools","tools":[{"name":"echo","description":"says it back"},{"name":"bad name","description":""}]}`},
 			status: 200, body: `{"type":"tools_registered","count":2,"registered":1,"rejected":[{"name":"bad name","code":"BAD_REQUEST","message":"a tool name is letters, digits, _ and -"}]}` + "\n"},
 		{name: "register needs a tools array", engine: registered,
-			request: request{method: "POST", path: "/v1/sessions/s1/tools", headers: session, body: `{"type":"register_tools"}`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/tools", headers: session, body: `{"type":"register_tools"}`},
 			status:  400, body: errorBody(toolgate.EBadRequest, "the body must have a tools array")},
 		{name: "register a null tools", engine: registered,
-			request: request{method: "POST", path: "/v1/sessions/s1/tools", headers: session, body: `{"tools":null}`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/tools", headers: session, body: `{"tools":null}`},
 			status:  400, body: errorBody(toolgate.EBadRequest, "the body must have a tools array")},
 		{name: "register needs a body", engine: registered,
-			request: request{method: "POST", path: "/v1/sessions/s1/tools", headers: session},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/tools", headers: session},
 			status:  400, body: errorBody(toolgate.EBadRequest, "a JSON body is required")},
 		{name: "register refused by the engine",
 			engine: tools(fakeTools{register: func(string, toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error) {
 				return nil, toolgate.Errorf(toolgate.EConflict, "the session is closed")
 			}}),
-			request: request{method: "POST", path: "/v1/sessions/s1/tools", headers: session, body: `{"tools":[]}`},
+			request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/tools", headers: session, body: `{"tools":[]}`},
 			status:  409, body: errorBody(toolgate.EConflict, "the session is closed")},
 
 		{name: "remove", engine: tools(fakeTools{remove: func(sid, name string) error { return nil }}),
-			request: request{method: "DELETE", path: "/v1/sessions/s1/tools/echo", headers: session},
+			request: request{method: "DELETE", path: "/v1/sessions/" + sid1 + "/tools/echo", headers: session},
 			status:  200, body: `{"name":"echo","type":"tool_removed"}` + "\n"},
 		{name: "remove a tool that is not there",
 			engine:  tools(fakeTools{remove: func(sid, name string) error { return toolgate.Errorf(toolgate.EToolNotFound, "no tool %s", name) }}),
-			request: request{method: "DELETE", path: "/v1/sessions/s1/tools/echo", headers: session},
+			request: request{method: "DELETE", path: "/v1/sessions/" + sid1 + "/tools/echo", headers: session},
 			status:  404, body: errorBody(toolgate.EToolNotFound, "no tool echo")},
 
 		{name: "list", engine: tools(fakeTools{list: func(toolgate.ToolQuery) (*toolgate.ToolList, error) {
@@ -58,8 +58,8 @@ func TestTools(t *testing.T) {
 			engine: tools(fakeTools{list: func(q toolgate.ToolQuery) (*toolgate.ToolList, error) {
 				return nil, toolgate.Errorf(toolgate.ENotFound, "no session %s", q.SessionID)
 			}}),
-			request: request{method: "GET", path: "/api/tools?session_id=s9", headers: asAgent},
-			status:  404, body: errorBody(toolgate.ENotFound, "no session s9")},
+			request: request{method: "GET", path: "/api/tools?session_id=" + sid9, headers: asAgent},
+			status:  404, body: errorBody(toolgate.ENotFound, "no session "+sid9)},
 	})
 }
 
@@ -85,10 +85,10 @@ func TestToolsReceive(t *testing.T) {
 		},
 	}}, nil, false)
 
-	ts.call(t, request{method: "POST", path: "/v1/sessions/s2/tools", headers: asSession("s2"),
+	ts.call(t, request{method: "POST", path: "/v1/sessions/" + sid2 + "/tools", headers: asSession(sid2),
 		body: `{"type":"register_tools","replace":true,"tools":[{"name":"echo","description":"d","parameters":{"type":"object"},"timeout_ms":500,"requires_approval":"always"}]}`})
 	got := registrations.only(t)
-	if got.sid != "s2" || !got.req.Replace || len(got.req.Tools) != 1 {
+	if got.sid != sid2 || !got.req.Replace || len(got.req.Tools) != 1 {
 		t.Fatalf("the engine got %+v", got)
 	}
 	spec := got.req.Tools[0]
@@ -96,14 +96,14 @@ func TestToolsReceive(t *testing.T) {
 		t.Errorf("the engine got the spec %+v", spec)
 	}
 
-	ts.call(t, request{method: "DELETE", path: "/v1/sessions/s2/tools/read_page", headers: asSession("s2")})
-	if got := removed.only(t); got != [2]string{"s2", "read_page"} {
+	ts.call(t, request{method: "DELETE", path: "/v1/sessions/" + sid2 + "/tools/read_page", headers: asSession(sid2)})
+	if got := removed.only(t); got != [2]string{sid2, "read_page"} {
 		t.Errorf("removed %v, want s2's read_page", got)
 	}
 
-	_, _, body := ts.call(t, request{method: "GET", path: "/api/tools?session_id=s3", headers: asAgent})
-	if q := listed.only(t); q != (toolgate.ToolQuery{SessionID: "s3"}) {
-		t.Errorf("the tool query is %+v, want the tools of s3", q)
+	_, _, body := ts.call(t, request{method: "GET", path: "/api/tools?session_id=" + sid3, headers: asAgent})
+	if q := listed.only(t); q != (toolgate.ToolQuery{SessionID: sid3}) {
+		t.Errorf("the tool query is %+v, want the tools of %s", q, sid3)
 	}
 	if body != `{"tools":null,"next_after":null}`+"\n" {
 		t.Errorf("an empty list is %s", body)

@@ -99,6 +99,10 @@ func callMeta(meta mcp.Meta) (idempotencyKey string, timeoutMS int64, err error)
 		if !ok {
 			return "", 0, toolgate.Errorf(toolgate.EBadRequest, "_meta %q must be a string", MetaIdempotencyKey)
 		}
+		// As POST /v1/calls checks the Idempotency-Key header.
+		if err := toolgate.CheckPrintableText(s); err != nil {
+			return "", 0, toolgate.Errorf(toolgate.EBadRequest, "_meta %q %v", MetaIdempotencyKey, err)
+		}
 		idempotencyKey = s
 	}
 	if v := meta[MetaTimeoutMS]; v != nil {

@@ -238,7 +238,10 @@ func (e *Endpoint) serveGateway(w http.ResponseWriter, r *http.Request) {
 // open.
 func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
 	sid := chi.URLParam(r, "sid")
-	rt := e.sessionRoute(r.Context(), sid)
+	var rt *route
+	if toolgate.WellFormedID(sid) { // else it names no session: not read
+		rt = e.sessionRoute(r.Context(), sid)
+	}
 	if rt == nil {
 		handlers.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid))
 		return

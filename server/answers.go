@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/store"
@@ -15,7 +16,10 @@ import (
 var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 // checkAnswer validates an answer's shape and returns the outcome it asks
-// for, or the reason it is refused.
+// for, or the reason it is refused: before the transaction, so that a bad
+// answer of a batch is refused alone. Text stored as it is must be
+// storable on every database (toolgate.CheckPlainText; the JSON of output
+// and details valid UTF-8).
 func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 	if a.ID == "" {
 		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "id is required")
@@ -36,6 +40,11 @@ func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 		if len(output) == 0 {
 			output = json.RawMessage("null")
 		}
+		// Kept as sent: an invalid byte would be stored (and refused by
+		// PostgreSQL), where a reader of the JSON sees U+FFFD.
+		if !utf8.Valid(output) {
+			return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "output is not valid UTF-8")
+		}
 		return store.Outcome{Status: toolgate.StatusCompleted, Output: []byte(compactJSON(output))}, nil
 	}
 	code := a.Code
@@ -49,9 +58,16 @@ func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 	if message == "" {
 		message = "the tool reported an error"
 	}
+	// Stored as plain text: no NUL, refused by PostgreSQL (kept by SQLite).
+	if err := toolgate.CheckPlainText(message); err != nil {
+		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "error %v", err)
+	}
 	o := store.Outcome{Status: toolgate.StatusFailed, ErrorCode: code, ErrorMessage: message}
 	if len(a.Details) > 0 && string(a.Details) != "null" {
 		var obj map[string]any
+		if !utf8.Valid(a.Details) {
+			return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "details is not valid UTF-8")
+		}
 		if err := json.Unmarshal(a.Details, &obj); err != nil {
 			return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "details must be a JSON object")
 		}
@@ -72,6 +88,10 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 	for i, a := range answers {
 		acks[i].ID = a.ID
 		o, err := checkAnswer(a)
+		if err == nil && !toolgate.WellFormedID(a.ID) {
+			// No call has such an id: not looked for.
+			err = toolgate.Errorf(toolgate.ENotFound, "this session has no call %q (a call id is a lowercase UUID)", a.ID)
+		}
 		if err != nil {
 			acks[i].Error = err
 			continue
@@ -161,12 +181,18 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 	if p.ID == "" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "id is required")
 	}
+	if !toolgate.WellFormedID(p.ID) {
+		return nil, toolgate.Errorf(toolgate.ENotFound, "this session has no call %q (a call id is a lowercase UUID)", p.ID)
+	}
 	progress := p.Progress
 	if len(progress) == 0 {
 		progress = json.RawMessage("null")
 	}
 	if len(progress) > 16<<10 {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "progress is limited to 16 KiB")
+	}
+	if !utf8.Valid(progress) {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "progress is not valid UTF-8")
 	}
 	progress = json.RawMessage(compactJSON(progress))
 	now := e.now()

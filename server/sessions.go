@@ -141,6 +141,13 @@ func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRe
 	if len(req.Client.Name) > 200 || len(req.Client.Version) > 200 {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.name and client.version are limited to 200 characters")
 	}
+	// Stored as plain text: no NUL, refused by PostgreSQL (kept by SQLite).
+	if err := toolgate.CheckPlainText(req.Client.Name); err != nil {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.name %v", err)
+	}
+	if err := toolgate.CheckPlainText(req.Client.Version); err != nil {
+		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.version %v", err)
+	}
 	metadata, err := e.checkMetadata(req.Metadata)
 	if err != nil {
 		return nil, err
