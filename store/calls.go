@@ -192,17 +192,7 @@ func textColumn(v any) sql.NullString {
 // changes nothing, when the call is not open any more.
 func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
 	output, code, message, details := o.columns()
-	res, err := tx.exec(qFinishCall, string(o.Status), output, code, message, details, ms(now), id)
-	if err != nil {
-		return false, err
-	}
-	n, _ := res.RowsAffected()
-	if n > 0 {
-		tx.changes.ended = append(tx.changes.ended, id)
-		tx.dropRow(id)
-		tx.note(ChangeCall, id)
-	}
-	return n > 0, nil
+	return tx.finishWhere(id, qFinishCall, string(o.Status), output, code, message, details, ms(now), id)
 }
 
 // FinishAnswered ends a call of session sid that was sent and not yet

@@ -134,18 +134,7 @@ func TestPostgresOneDecisionWinsAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	insertSession(t, a, "s")
 	const calls = 30
-	now := time.Now()
-	if err := a.Write(ctx, func(tx *store.Tx) error {
-		for i := range calls {
-			row := store.NewCallRow(callID(i), "s", "echo", []byte(`{}`), toolgate.StatusAwaitingApproval, time.Minute, now)
-			if err := tx.InsertCall(&row); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	insertCalls(t, a, "s", calls, toolgate.StatusAwaitingApproval)
 	for i := range calls {
 		var approved, denied bool
 		var wg sync.WaitGroup

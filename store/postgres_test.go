@@ -118,18 +118,7 @@ func TestPostgresOneAnswerWinsAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	insertSession(t, a, "s")
 	const calls = 30
-	now := time.Now()
-	if err := a.Write(ctx, func(tx *store.Tx) error {
-		for i := range calls {
-			row := store.NewCallRow(callID(i), "s", "echo", []byte(`{}`), toolgate.StatusDelivered, time.Minute, now)
-			if err := tx.InsertCall(&row); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	insertCalls(t, a, "s", calls, toolgate.StatusDelivered)
 	for i := range calls {
 		var wins atomic.Int64
 		var wg sync.WaitGroup
@@ -309,5 +298,23 @@ func TestPostgresRateLimitAcrossNodes(t *testing.T) {
 	wg.Wait()
 	if got := admitted.Load(); got != limit {
 		t.Fatalf("%d calls admitted under a limit of %d", got, limit)
+	}
+}
+
+// insertCalls stores n calls of session sid in one status, named callID(i).
+func insertCalls(t *testing.T, st *store.Store, sid string, n int, status toolgate.CallStatus) {
+	t.Helper()
+	now := time.Now()
+	err := st.Write(context.Background(), func(tx *store.Tx) error {
+		for i := range n {
+			row := store.NewCallRow(callID(i), sid, "echo", []byte(`{}`), status, time.Minute, now)
+			if err := tx.InsertCall(&row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
