@@ -51,8 +51,12 @@ func (e *Engine) joinCluster(ctx context.Context) error {
 		for {
 			select {
 			case <-e.stop:
+				// Another node sweeps at once, and claims this node's runs
+				// and built-in calls (stopped with the engine) at its next
+				// sweep rather than after the lease would have lapsed.
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				e.st.ReleaseLease(ctx, sweeperLease) // another node sweeps at once
+				e.st.ReleaseLease(ctx, sweeperLease)
+				e.st.ReleaseLease(ctx, store.NodeLease(e.st.Node()))
 				cancel()
 				return
 			case <-t.C:
