@@ -119,7 +119,6 @@ var (
 	qFinishAnsweredKnown = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered')`)
-	qSetCallStatus = query(`UPDATE calls SET status = ?, deadline = ? WHERE id = ? AND ` + openCall)
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ? WHERE id = ? AND status IN ('pending', 'delivered')`)
 	qSetProgress   = query(`UPDATE calls SET progress = ?, deadline = ? WHERE id = ? AND ` + openCall)
 	qOpenCallsOf   = query(`SELECT ` + callColumns + ` FROM calls WHERE session_id = ? AND ` + openCall + ` ORDER BY id`)
@@ -236,21 +235,6 @@ func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, co
 	tx.dropRow(id)
 	tx.note(ChangeCall, id)
 	return &r, nil
-}
-
-// SetCallStatus moves an open call between open statuses (for example from
-// awaiting_approval to pending), with a new deadline.
-func (tx *Tx) SetCallStatus(id string, status toolgate.CallStatus, deadline time.Time) (bool, error) {
-	res, err := tx.exec(qSetCallStatus, string(status), ms(deadline), id)
-	if err != nil {
-		return false, err
-	}
-	n, _ := res.RowsAffected()
-	if n > 0 {
-		tx.changeRow(id, func(r *CallRow) { r.Status, r.Deadline = string(status), ms(deadline) })
-		tx.note(ChangeCall, id)
-	}
-	return n > 0, nil
 }
 
 // MarkDelivered records that the calls were written to a client: pending

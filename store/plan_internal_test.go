@@ -48,7 +48,7 @@ func explain(t *testing.T, s *Store, q string, plan bool) string {
 // on every execution (migration 0005 took it out of calls_open).
 func TestHotStatementsBuildNoTempTables(t *testing.T) {
 	s := openTestStore(t)
-	for _, q := range []string{qInsertCall, qAppendEvent, qFinishAnsweredKnown, qMarkDelivered, qFinishCall, qSetCallStatus, qSetProgress} {
+	for _, q := range []string{qInsertCall, qAppendEvent, qFinishAnsweredKnown, qMarkDelivered, qFinishCall, qApproveCall, qSetProgress} {
 		if program := explain(t, s, q, false); strings.Contains(program, "OpenEphemeral") {
 			t.Errorf("%s\nbuilds a temporary B-tree on every execution:\n%s", q, program)
 		}

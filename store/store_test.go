@@ -254,7 +254,7 @@ func TestRememberedFinalMatchesTable(t *testing.T) {
 				return err
 			}
 			if approval {
-				if _, err := tx.SetCallStatus(id, toolgate.StatusPending, now.Add(3*time.Minute)); err != nil {
+				if _, err := tx.ApproveCall(id, now.Add(3*time.Minute)); err != nil {
 					return err
 				}
 			}
