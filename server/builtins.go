@@ -143,6 +143,10 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 			if err := tx.MarkDelivered([]string{id}, started); err != nil {
 				return false, err
 			}
+			if e.shared() {
+				// Unless another node claimed the call meanwhile.
+				return tx.FinishOwnCall(id, o, e.now())
+			}
 			return tx.FinishCall(id, o, e.now())
 		})
 		if werr != nil {

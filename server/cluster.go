@@ -225,6 +225,14 @@ func (e *Engine) refreshCall(ctx context.Context, id string) {
 		e.running.stop(id) // a tool running here for it stops
 		return
 	}
+	if e.running.has(id) {
+		// Claimed by another node (this one's lease lapsed while it was
+		// cut off): its run there is the call's now.
+		if node, err := e.st.CallNode(ctx, id); err == nil && node != "" && node != e.st.Node() {
+			e.log.Warn("another node claimed a built-in call running here; stopping it", "call", id, "node", node)
+			e.running.stop(id)
+		}
+	}
 	if row.Progress.Valid {
 		e.progress.reported(id, json.RawMessage(row.Progress.String))
 	}

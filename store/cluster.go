@@ -176,5 +176,8 @@ func (tx *Tx) ClaimCall(o Orphan) (bool, error) {
 		return false, err
 	}
 	n, err := res.RowsAffected()
+	if n > 0 {
+		tx.note(ChangeCall, o.ID) // the node it was taken from, if alive, stops its run
+	}
 	return n > 0, err
 }

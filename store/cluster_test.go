@@ -93,5 +93,25 @@ func TestLeasesAndClaims(t *testing.T) {
 		if runs, _ := a.OrphanedRuns(ctx); len(runs) != 0 {
 			t.Fatalf("a claimed run of a live node is still orphaned: %v", runs)
 		}
+		// The node the call was taken from cannot store its outcome; the
+		// claimer can, once; and the claimer's node is the call's.
+		finish := func(s *store.Store) bool {
+			ok, err := store.WriteValue(ctx, s, func(tx *store.Tx) (bool, error) {
+				return tx.FinishOwnCall("call-1", store.Outcome{Status: "completed", Output: []byte(`1`)}, now)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if node, err := a.CallNode(ctx, "call-1"); err != nil || node != b.Node() {
+			t.Fatalf("the claimed call's node is %q (%v), want the claimer's %q", node, err, b.Node())
+		}
+		if finish(a) {
+			t.Fatal("the node a call was claimed from stored its outcome")
+		}
+		if !finish(b) || finish(b) {
+			t.Fatal("the claimer could not end the call, or ended it twice")
+		}
 	})
 }

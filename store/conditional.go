@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -21,7 +24,30 @@ var (
 	qFinishAwaiting = query(`UPDATE calls SET ` + finishColumns + ` WHERE id = ? AND status = 'awaiting_approval'`)
 	qExpireAwaiting = query(`UPDATE calls SET ` + finishColumns + ` WHERE id = ? AND status = 'awaiting_approval' AND deadline <= ?`)
 	qExpireSent     = query(`UPDATE calls SET ` + finishColumns + ` WHERE id = ? AND (status = 'pending' OR status = 'delivered') AND deadline <= ?`)
+	qFinishOwn      = query(`UPDATE calls SET ` + finishColumns + ` WHERE id = ? AND ` + openCall + ` AND node = ?`)
+	qCallNode       = query(`SELECT COALESCE(node, '') FROM calls WHERE id = ?`)
 )
+
+// FinishOwnCall ends an open call of a tool inside the gateway with the
+// outcome of this node's execution, only while this node is the one
+// running it: a node that lost the call to a claim (its lease lapsed
+// while it was alive but cut off) does not store its outcome over the
+// claimer's run. It reports false, and changes nothing, otherwise.
+func (tx *Tx) FinishOwnCall(id string, o Outcome, now time.Time) (bool, error) {
+	output, code, message, details := o.columns()
+	return tx.finishWhere(id, qFinishOwn, string(o.Status), output, code, message, details, ms(now), id, tx.node)
+}
+
+// CallNode returns the node running a call of a tool inside the gateway
+// ("" for none, or for a client's call).
+func (s *Store) CallNode(ctx context.Context, id string) (string, error) {
+	var node string
+	err := s.get(ctx, &node, qCallNode, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return node, err
+}
 
 // finishColumns is what ending a call sets, in the order of
 // Outcome.columns, then completed_at.
