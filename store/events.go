@@ -88,7 +88,7 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64,
 		var ev toolgate.Event
 		var data, status string
 		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.CallID, &data, &status); err != nil {
-			return nil, cursor, false, err
+			return nil, cursor, false, s.readFailed(ctx, err)
 		}
 		last = ev.Seq
 		if ev.Type == toolgate.EventToolCallRequest && toolgate.CallStatus(status).Final() {
@@ -97,7 +97,8 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64,
 		ev.Data = []byte(data)
 		events = append(events, ev)
 	}
-	return events, last, n == limit, rows.Err()
+	// A connection lost while the rows arrive is told as such too.
+	return events, last, n == limit, s.readFailed(ctx, rows.Err())
 }
 
 // LastEventSeq returns the cursor of a session's newest event, 0 when none.
