@@ -233,10 +233,7 @@ func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*tool
 	if err != nil {
 		return nil, err
 	}
-	e.sessions.with(sid, func(s *sessionState) {
-		s.version = max(s.version, version)
-		s.row.AutoApprove = on
-	})
+	e.applyOwnChange(ctx, sid, version, func(s *sessionState) { s.row.AutoApprove = on })
 	return e.SessionView(ctx, sid)
 }
 

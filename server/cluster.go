@@ -190,6 +190,24 @@ func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
 	}
 }
 
+// applyOwnChange applies to this node's copy of a session a change this
+// node just committed as version: patched in memory when the copy held
+// the version just before it, else (another node's change came between,
+// or was missed) the session is read again from the tables, so that the
+// copy never looks current while it is not.
+func (e *Engine) applyOwnChange(ctx context.Context, sid string, version int64, patch func(s *sessionState)) {
+	patched := false
+	e.sessions.with(sid, func(s *sessionState) {
+		if patched = s.version == version-1; patched {
+			patch(s)
+			s.version = version
+		}
+	})
+	if !patched {
+		e.refreshSession(ctx, sid)
+	}
+}
+
 // sameTools reports whether a session's tools in memory are the stored
 // ones: the same names, each registered at the same time.
 func sameTools(have map[string]*toolEntry, stored []store.ToolRow) bool {

@@ -381,8 +381,7 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 	if err != nil {
 		return nil, err
 	}
-	e.sessions.with(sid, func(s *sessionState) {
-		s.version = max(s.version, version)
+	e.applyOwnChange(ctx, sid, version, func(s *sessionState) {
 		if req.Replace {
 			s.tools = map[string]*toolEntry{}
 		}
@@ -416,10 +415,7 @@ func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
 	if err != nil {
 		return err
 	}
-	e.sessions.with(sid, func(s *sessionState) {
-		s.version = max(s.version, version)
-		delete(s.tools, name)
-	})
+	e.applyOwnChange(ctx, sid, version, func(s *sessionState) { delete(s.tools, name) })
 	e.toolWatch.changed(sid)
 	return nil
 }
