@@ -84,9 +84,6 @@ func (e *Engine) applyChanges(changes []store.Change) {
 			e.sessions.wake(c.ID)
 		case store.ChangeCall:
 			e.refreshCall(ctx, c.ID)
-		case store.ChangeRun:
-			// A run's live feed is served by the node driving it; the
-			// others answer GET /v1/runs/{id} from the tables.
 		case store.ChangeResync:
 			e.resync(ctx)
 		}

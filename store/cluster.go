@@ -27,8 +27,6 @@ const (
 	// ChangeCall: a call ended, changed status or reported progress. ID
 	// is the call.
 	ChangeCall ChangeKind = 'c'
-	// ChangeRun: a run was stored, took a step or ended. ID is the run.
-	ChangeRun ChangeKind = 'r'
 	// ChangeResync: changes may have been missed (the listening
 	// connection came back, or the safety timer fired): read everything
 	// that matters again. ID is empty.
@@ -161,9 +159,6 @@ func (tx *Tx) ClaimRun(o Orphan) (bool, error) {
 		return false, err
 	}
 	n, err := res.RowsAffected()
-	if n > 0 {
-		tx.note(ChangeRun, o.ID)
-	}
 	return n > 0, err
 }
 

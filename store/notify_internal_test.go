@@ -14,7 +14,7 @@ func TestPayloadsSplitAndRoundTrip(t *testing.T) {
 	for i := range 1000 {
 		changes = append(changes, Change{Kind: ChangeCall, ID: fmt.Sprintf("0190f2a8-7c1e-7000-8000-%012d", i)})
 	}
-	changes = append(changes, Change{Kind: ChangeEvents, ID: "s"}, Change{Kind: ChangeRun, ID: "r"})
+	changes = append(changes, Change{Kind: ChangeEvents, ID: "s"}, Change{Kind: ChangeSession, ID: "r"})
 	payloads := encodePayloads("node-a", changes)
 	if len(payloads) < 2 {
 		t.Fatalf("%d payloads for %d changes", len(payloads), len(changes))

@@ -53,9 +53,6 @@ func (tx *Tx) InsertRun(r *RunRow) error {
 			*RunRow
 			Node string `db:"node"` // this node drives the run
 		}{r, tx.node})
-	if err == nil {
-		tx.note(ChangeRun, r.ID)
-	}
 	return err
 }
 
@@ -83,7 +80,6 @@ func (tx *Tx) AppendRunMessages(runID string, step int, messages [][]byte, now t
 			return err
 		}
 	}
-	tx.note(ChangeRun, runID)
 	return nil
 }
 
@@ -96,9 +92,6 @@ func (tx *Tx) FinishRun(id, status, output, errCode, errMessage string, now time
 		return false, err
 	}
 	n, _ := res.RowsAffected()
-	if n > 0 {
-		tx.note(ChangeRun, id)
-	}
 	return n > 0, nil
 }
 
