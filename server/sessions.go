@@ -282,22 +282,31 @@ func (e *Engine) AuthorizeSession(ctx context.Context, sid, token string) error 
 		return toolgate.Errorf(toolgate.EUnauthenticated, "a session token is required (Authorization: Bearer <token>)")
 	}
 	hash := hashToken(token)
-	e.ensureSessionByToken(ctx, hash) // created on another node
 	var another bool
-	found := e.sessions.withToken(hash, func(s *sessionState) {
+	mark := func(s *sessionState) {
 		if another = s.row.ID != sid; !another {
 			s.lastSeen = e.now()
 		}
-	})
-	if another {
-		return toolgate.Errorf(toolgate.EPermissionDenied, "this token belongs to another session")
 	}
-	if found {
+	found := func() error {
+		if another {
+			return toolgate.Errorf(toolgate.EPermissionDenied, "this token belongs to another session")
+		}
 		return nil
+	}
+	if e.sessions.withToken(hash, mark) {
+		return found()
 	}
 	row, err := e.st.FindSessionByTokenHash(ctx, hash)
 	if err != nil {
 		return err
+	}
+	if row != nil && !row.Closed() && e.shared() {
+		// Created through another node: read it in, then look again.
+		e.refreshSession(ctx, row.ID)
+		if e.sessions.withToken(hash, mark) {
+			return found()
+		}
 	}
 	if row != nil && row.Closed() {
 		return toolgate.Errorf(toolgate.EUnauthenticated, "session %s has %s; create a new session", row.ID, closedWord(row.CloseReason))
