@@ -57,6 +57,9 @@ type Answer struct {
 	Error   string          `json:"error,omitempty"`
 	Code    string          `json:"code,omitempty"`
 	Details json.RawMessage `json:"details,omitempty"`
+	// Cost is what the call actually cost, when the client reports it
+	// (in the unit of the tools' estimated_cost), beside output.
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 // Answer types.

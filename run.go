@@ -12,6 +12,10 @@ type RunRequest struct {
 	Input     string          `json:"input"`
 	Messages  json.RawMessage `json:"messages"`
 	MaxSteps  int             `json:"max_steps"`
+	// MaxCost, when above zero, is the run's budget: it stops before a
+	// call whose estimate would take the run's cost past it, and after a
+	// step whose reported costs did.
+	MaxCost float64 `json:"max_cost"`
 	// Wait: false answers 202 with the run as soon as it is stored.
 	Wait *bool `json:"wait"`
 }
@@ -36,6 +40,8 @@ type Run struct {
 	Status           RunStatus     `json:"status"`
 	MaxSteps         int           `json:"max_steps"`
 	Steps            int           `json:"steps"` // model turns taken
+	MaxCost          float64       `json:"max_cost,omitempty"`
+	Cost             float64       `json:"cost,omitempty"` // the sum of its calls' costs
 	Output           string        `json:"output,omitempty"`
 	Error            *CallError    `json:"error,omitempty"`
 	CreatedAt        Time          `json:"created_at"`

@@ -52,11 +52,32 @@ type ToolSpec struct {
 	RequiresApproval Approval        `json:"requires_approval,omitempty"`
 	RateLimit        *RateLimit      `json:"rate_limit,omitempty"`
 	ReadOnly         bool            `json:"read_only,omitempty"`
+	// EstimatedCost and EstimatedDurationMS are what the tool expects a
+	// call to cost (in the operator's unit, the one a run's max_cost is in)
+	// and to take; zero when it gives no estimate.
+	EstimatedCost       float64 `json:"estimated_cost,omitempty"`
+	EstimatedDurationMS int64   `json:"estimated_duration_ms,omitempty"`
+	// RequiresSanitization says whether the tool's output passes the
+	// safety step before a model sees it; unset takes the default of
+	// NeedsSanitization.
+	RequiresSanitization *bool `json:"requires_sanitization,omitempty"`
+}
+
+// NeedsSanitization reports whether the output of a tool with this spec,
+// from that source, passes the safety step (redaction, injection marking)
+// before a model sees it: what the spec says, else yes for every tool that
+// reaches outside the gateway (remote, sandboxed, MCP) and no for a
+// built-in one.
+func NeedsSanitization(spec ToolSpec, source ToolSource) bool {
+	if spec.RequiresSanitization != nil {
+		return *spec.RequiresSanitization
+	}
+	return source.Kind != SourceBuiltin
 }
 
 // ToolSource says where a tool runs.
 type ToolSource struct {
-	Kind      string `json:"kind"` // "builtin", "remote" or "mcp"
+	Kind      string `json:"kind"` // "builtin", "remote", "mcp" or "sandbox"
 	SessionID string `json:"session_id,omitempty"`
 	// Server is the name of the imported MCP server (--mcp-server NAME=…)
 	// a tool of kind "mcp" comes from.
@@ -68,6 +89,7 @@ const (
 	SourceBuiltin = "builtin" // runs inside the gateway
 	SourceRemote  = "remote"  // lives in a client's session
 	SourceMCP     = "mcp"     // a tool of an MCP server the gateway imports
+	SourceSandbox = "sandbox" // a WebAssembly module the gateway runs (--sandbox-dir)
 )
 
 // ToolInfo is a tool as the caller API lists it: its spec, where it runs and
@@ -159,6 +181,10 @@ type Call struct {
 	DurationMS  *int64          `json:"duration_ms"`
 	Attempts    int             `json:"attempts"`
 	RunID       string          `json:"run_id,omitempty"`
+	// EstimatedCost is the tool's estimate when the call was made; Cost
+	// what its answer reported. Either is absent when there was none.
+	EstimatedCost *float64 `json:"estimated_cost,omitempty"`
+	Cost          *float64 `json:"cost,omitempty"`
 }
 
 // Event types a client receives on its stream or poll.

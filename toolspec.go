@@ -3,6 +3,7 @@ package toolgate
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 )
 
@@ -27,7 +28,8 @@ type ToolSpecChecks struct {
 // not blank, at most MaxDescriptionLength characters and plain text
 // (CheckPlainText: no NUL, which PostgreSQL's text refuses); timeout_ms, when
 // set; requires_approval is empty or a known requirement; no rate_limit
-// value is negative; parameters, when given, passes CheckToolParameters.
+// value is negative; estimated_cost passes CheckCost; estimated_duration_ms
+// is from 0 to MaxEstimatedDurationMS; parameters, when given, passes CheckToolParameters.
 // The gateway and the Go SDK both check with it, so a tool the SDK accepts
 // is refused by the gateway only for the gateway's own checks (and a
 // parameters schema that does not compile).
@@ -64,10 +66,33 @@ func CheckToolSpec(spec ToolSpec, checks ToolSpecChecks) error {
 	if rl := spec.RateLimit; rl != nil && (rl.RequestsPerMinute < 0 || rl.RequestsPerHour < 0) {
 		return Errorf(EBadRequest, "rate_limit values must not be negative")
 	}
+	if err := CheckCost("estimated_cost", spec.EstimatedCost); err != nil {
+		return err
+	}
+	if spec.EstimatedDurationMS < 0 || spec.EstimatedDurationMS > MaxEstimatedDurationMS {
+		return Errorf(EBadRequest, "estimated_duration_ms must be between 0 and %d", int64(MaxEstimatedDurationMS))
+	}
 	if len(spec.Parameters) == 0 || string(spec.Parameters) == "null" {
 		return nil // the default, {"type": "object"}
 	}
 	return CheckToolParameters(spec.Parameters)
+}
+
+// MaxCost is the largest cost a tool may estimate or an answer report, and
+// the largest max_cost of a run; MaxEstimatedDurationMS the longest
+// duration a tool may estimate (a day).
+const (
+	MaxCost                = 1e12
+	MaxEstimatedDurationMS = 24 * 60 * 60 * 1000
+)
+
+// CheckCost checks a cost named field (an estimate, a reported cost or a
+// budget): a finite number from 0 to MaxCost, else BAD_REQUEST.
+func CheckCost(field string, v float64) error {
+	if math.IsNaN(v) || v < 0 || v > MaxCost {
+		return Errorf(EBadRequest, "%s must be a number from 0 to %g", field, float64(MaxCost))
+	}
+	return nil
 }
 
 // The limits of a tool's parameters schema, checked before it is

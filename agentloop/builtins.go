@@ -26,6 +26,10 @@ type FuncTool[Args any] struct {
 	Limit         *toolgate.RateLimit
 	IsReadOnly    bool
 	TypicalLength time.Duration
+	// ReachesOutside marks a built-in tool whose output comes from outside
+	// the gateway (http_request): it passes the safety step before a model
+	// sees it. Other built-in tools are trusted and skip it.
+	ReachesOutside bool
 }
 
 // NewFuncTool makes a built-in tool of fn.
@@ -73,6 +77,9 @@ func (t *FuncTool[Args]) RateLimit() *toolgate.RateLimit { return t.Limit }
 
 // ReadOnly implements ReadOnlyer.
 func (t *FuncTool[Args]) ReadOnly() bool { return t.IsReadOnly }
+
+// RequiresSanitization implements SanitizationRequirer.
+func (t *FuncTool[Args]) RequiresSanitization() bool { return t.ReachesOutside }
 
 // EstimatedDuration implements DurationEstimator.
 func (t *FuncTool[Args]) EstimatedDuration(json.RawMessage) (time.Duration, bool) {

@@ -114,6 +114,12 @@ func (t *GatewayTool) RateLimit() *toolgate.RateLimit { return t.spec.RateLimit 
 // ReadOnly implements ReadOnlyer.
 func (t *GatewayTool) ReadOnly() bool { return t.spec.ReadOnly }
 
+// RequiresSanitization implements SanitizationRequirer: the spec's
+// requires_sanitization, else the default for where the tool runs.
+func (t *GatewayTool) RequiresSanitization() bool {
+	return toolgate.NeedsSanitization(t.spec, t.source)
+}
+
 // EstimatedDuration implements DurationEstimator for built-in tools.
 func (t *GatewayTool) EstimatedDuration(args json.RawMessage) (time.Duration, bool) {
 	if x, ok := t.estimates.(DurationEstimator); ok {

@@ -60,6 +60,10 @@ type (
 	DurationEstimator interface {
 		EstimatedDuration(args json.RawMessage) (time.Duration, bool)
 	}
+	// SanitizationRequirer says whether the tool's output passes the
+	// safety step (redaction, injection marking) before a model sees it;
+	// a tool without it takes toolgate.NeedsSanitization's default.
+	SanitizationRequirer interface{ RequiresSanitization() bool }
 	// CostEstimator estimates what a call with these arguments costs, in the
 	// embedder's unit (for budgets).
 	CostEstimator interface {
@@ -86,6 +90,10 @@ func Spec(t Tool) toolgate.ToolSpec {
 	}
 	if x, ok := t.(ReadOnlyer); ok {
 		spec.ReadOnly = x.ReadOnly()
+	}
+	if x, ok := t.(SanitizationRequirer); ok {
+		v := x.RequiresSanitization()
+		spec.RequiresSanitization = &v
 	}
 	return spec
 }

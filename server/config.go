@@ -164,6 +164,16 @@ type Config struct {
 	// mcpimport's defaults, and Log is the gateway's.
 	MCPOptions mcpimport.Options
 
+	// The rest of the tool system (issue 16). SandboxDir, when set, is a
+	// directory of WebAssembly (WASI preview 1) tools: every NAME.wasm
+	// with a NAME.json beside it is a tool run inside the gateway, listed
+	// with source {"kind": "sandbox"}. HTTPAllow are the hosts the
+	// http_request built-in may reach although their addresses are
+	// loopback, private, link-local or metadata ones, which it refuses
+	// otherwise.
+	SandboxDir string
+	HTTPAllow  []string
+
 	// Now, when set, replaces the wall clock for grace, time-to-live and
 	// pruning decisions (tests use it to move time without sleeping).
 	Now func() time.Time

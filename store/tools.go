@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -19,6 +20,12 @@ type ToolRow struct {
 	RatePerHour      int    `db:"rate_per_hour"`
 	ReadOnly         bool   `db:"read_only"`
 	RegisteredAt     int64  `db:"registered_at"`
+	// The tool's own estimates (issue 16), zero when it gives none.
+	EstimatedCost       float64 `db:"estimated_cost"`
+	EstimatedDurationMS int64   `db:"estimated_duration_ms"`
+	// RequiresSanitization is the spec's requires_sanitization; NULL when
+	// the tool left it to the default (toolgate.NeedsSanitization).
+	RequiresSanitization sql.NullBool `db:"requires_sanitization"`
 }
 
 // Spec converts the row to the tool's spec.
@@ -30,6 +37,13 @@ func (r *ToolRow) Spec() toolgate.ToolSpec {
 		TimeoutMS:        r.TimeoutMS,
 		RequiresApproval: toolgate.Approval(r.RequiresApproval),
 		ReadOnly:         r.ReadOnly,
+
+		EstimatedCost:       r.EstimatedCost,
+		EstimatedDurationMS: r.EstimatedDurationMS,
+	}
+	if r.RequiresSanitization.Valid {
+		v := r.RequiresSanitization.Bool
+		spec.RequiresSanitization = &v
 	}
 	if r.RatePerMinute > 0 || r.RatePerHour > 0 {
 		spec.RateLimit = &toolgate.RateLimit{RequestsPerMinute: r.RatePerMinute, RequestsPerHour: r.RatePerHour}
@@ -51,6 +65,12 @@ func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow
 		RequiresApproval: string(spec.RequiresApproval),
 		ReadOnly:         spec.ReadOnly,
 		RegisteredAt:     ms(now),
+
+		EstimatedCost:       spec.EstimatedCost,
+		EstimatedDurationMS: spec.EstimatedDurationMS,
+	}
+	if spec.RequiresSanitization != nil {
+		r.RequiresSanitization = sql.NullBool{Bool: *spec.RequiresSanitization, Valid: true}
 	}
 	if r.RequiresApproval == "" {
 		r.RequiresApproval = string(toolgate.ApprovalNever)
@@ -62,16 +82,19 @@ func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow
 	return r
 }
 
-const toolColumns = `session_id, name, description, parameters, timeout_ms, requires_approval, rate_per_minute, rate_per_hour, read_only, registered_at`
+const toolColumns = `session_id, name, description, parameters, timeout_ms, requires_approval, rate_per_minute, rate_per_hour, read_only, registered_at, estimated_cost, estimated_duration_ms, requires_sanitization`
 
 var (
 	// With :name arguments, prepared at first use (see namedExec).
 	qUpsertTool = `INSERT INTO tools (` + toolColumns + `) VALUES
-		(:session_id, :name, :description, :parameters, :timeout_ms, :requires_approval, :rate_per_minute, :rate_per_hour, :read_only, :registered_at)
+		(:session_id, :name, :description, :parameters, :timeout_ms, :requires_approval, :rate_per_minute, :rate_per_hour, :read_only, :registered_at,
+		 :estimated_cost, :estimated_duration_ms, :requires_sanitization)
 		ON CONFLICT (session_id, name) DO UPDATE SET
 		description = excluded.description, parameters = excluded.parameters, timeout_ms = excluded.timeout_ms,
 		requires_approval = excluded.requires_approval, rate_per_minute = excluded.rate_per_minute,
-		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at`
+		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at,
+		estimated_cost = excluded.estimated_cost, estimated_duration_ms = excluded.estimated_duration_ms,
+		requires_sanitization = excluded.requires_sanitization`
 	qDeleteTool   = query(`DELETE FROM tools WHERE session_id = ? AND name = ?`)
 	qSessionTools = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id = ? ORDER BY name`)
 
@@ -137,7 +160,8 @@ func (s *Store) ToolsPage(ctx context.Context, afterSession, afterName string, l
 // sessionID is set, ordered by session and name.
 func (s *Store) ListTools(ctx context.Context, sessionID string) ([]ToolRow, error) {
 	var rows []ToolRow
-	q := `SELECT t.session_id, t.name, t.description, t.parameters, t.timeout_ms, t.requires_approval, t.rate_per_minute, t.rate_per_hour, t.read_only, t.registered_at
+	q := `SELECT t.session_id, t.name, t.description, t.parameters, t.timeout_ms, t.requires_approval, t.rate_per_minute, t.rate_per_hour, t.read_only, t.registered_at,
+		t.estimated_cost, t.estimated_duration_ms, t.requires_sanitization
 		FROM tools t JOIN sessions s ON s.id = t.session_id WHERE s.closed_at IS NULL`
 	args := []any{}
 	if sessionID != "" {

@@ -161,6 +161,10 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.duration(&cfg.BodyReadTimeout, "body-read-timeout", "TOOLGATE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout, "how long a client may take to send a request's headers, and then its body")
 	// Imported MCP servers (issue 13).
 	mcpServers := f.mcpServers("mcp-server", "TOOLGATE_MCP_SERVERS")
+	// Sandboxed tools and built-ins (issue 16).
+	var httpAllow string
+	f.str(&cfg.SandboxDir, "sandbox-dir", "TOOLGATE_SANDBOX_DIR", "", "directory of sandboxed WebAssembly tools: NAME.wasm (WASI preview 1) with NAME.json beside it")
+	f.str(&httpAllow, "http-allow", "TOOLGATE_HTTP_ALLOW", "", "comma-separated hosts the http_request tool may reach although they resolve to loopback, private, link-local or metadata addresses")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
 	}
@@ -180,6 +184,11 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+		}
+	}
+	for _, h := range strings.Split(httpAllow, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.HTTPAllow = append(cfg.HTTPAllow, h)
 		}
 	}
 	for _, h := range strings.Split(allowedHosts, ",") {
