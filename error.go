@@ -57,6 +57,7 @@ const (
 	// Codes that only appear in a failed run's error.
 	EMaxSteps   = "MAX_STEPS"   // the model had not answered after max_steps turns
 	EModelError = "MODEL_ERROR" // the model endpoint failed or answered nonsense
+	EMaxCost    = "MAX_COST"    // the run's calls would cost, or have cost, more than its max_cost
 )
 
 // Error is an error the gateway reports to a client or caller as it is.

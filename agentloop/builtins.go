@@ -168,6 +168,11 @@ type CallSummary struct {
 	CreatedAt  string `json:"created_at"`
 	DurationMS *int64 `json:"duration_ms,omitempty"`
 	ErrorCode  string `json:"error_code,omitempty"`
+	// Cost is what the call cost as its answer reported it, else the
+	// tool's estimate (then CostEstimated is true); absent when neither
+	// was given.
+	Cost          *float64 `json:"cost,omitempty"`
+	CostEstimated bool     `json:"cost_estimated,omitempty"`
 }
 
 // NewCallHistoryTool returns call_history: the gateway's recent calls,
@@ -175,7 +180,7 @@ type CallSummary struct {
 // what failed. In a run started by a session's token it shows only that
 // session's calls.
 func NewCallHistoryTool(h CallHistory) *FuncTool[CallHistoryArgs] {
-	t := NewFuncTool("call_history", "List this gateway's recent tool calls, newest first, with their status, duration and error code.",
+	t := NewFuncTool("call_history", "List this gateway's recent tool calls, newest first, with their status, duration, cost (as reported, else estimated: cost_estimated) and error code.",
 		func(ctx context.Context, a CallHistoryArgs) (any, error) {
 			if a.Limit == 0 {
 				a.Limit = 10
@@ -202,6 +207,12 @@ func NewCallHistoryTool(h CallHistory) *FuncTool[CallHistoryArgs] {
 					CreatedAt: c.CreatedAt.String(), DurationMS: c.DurationMS}
 				if c.Error != nil {
 					s.ErrorCode = c.Error.Code
+				}
+				switch {
+				case c.Cost != nil:
+					s.Cost = c.Cost
+				case c.EstimatedCost != nil:
+					s.Cost, s.CostEstimated = c.EstimatedCost, true
 				}
 				out = append(out, s)
 			}

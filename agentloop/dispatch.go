@@ -128,12 +128,13 @@ func (t *GatewayTool) EstimatedDuration(args json.RawMessage) (time.Duration, bo
 	return 0, false
 }
 
-// EstimatedCost implements CostEstimator for built-in tools.
+// EstimatedCost implements CostEstimator: a built-in tool's estimate for
+// the arguments, else the spec's estimated_cost (a remote tool's).
 func (t *GatewayTool) EstimatedCost(args json.RawMessage) (float64, bool) {
 	if x, ok := t.estimates.(CostEstimator); ok {
 		return x.EstimatedCost(args)
 	}
-	return 0, false
+	return t.spec.EstimatedCost, t.spec.EstimatedCost > 0
 }
 
 // Source says where the tool runs.

@@ -43,6 +43,8 @@ type NewRun struct {
 	StartedBySession string
 	Messages         []toolgate.ChatMessage
 	MaxSteps         int
+	// MaxCost, above zero, is the run's budget (see budget.go); zero is none.
+	MaxCost float64
 }
 
 // Start checks and stores a new run; Drive then runs it.
@@ -56,6 +58,9 @@ func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time)
 	if in.MaxSteps < 1 || in.MaxSteps > MaxStepsLimit {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "max_steps must be between 1 and %d", MaxStepsLimit)
 	}
+	if err := toolgate.CheckCost("max_cost", in.MaxCost); err != nil {
+		return nil, err
+	}
 	if err := CheckMessages(in.Messages); err != nil {
 		return nil, err
 	}
@@ -67,7 +72,7 @@ func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time)
 	}
 	run := &toolgate.Run{
 		ID: id, SessionID: in.SessionID, StartedBySession: in.StartedBySession, Model: r.Model.Name(),
-		Status: toolgate.RunRunning, MaxSteps: in.MaxSteps, CreatedAt: toolgate.NewTime(now), UpdatedAt: toolgate.NewTime(now),
+		Status: toolgate.RunRunning, MaxSteps: in.MaxSteps, MaxCost: in.MaxCost, CreatedAt: toolgate.NewTime(now), UpdatedAt: toolgate.NewTime(now),
 		InputMessages: len(in.Messages), Messages: in.Messages,
 	}
 	if err := r.Store.CreateRun(ctx, run); err != nil {
@@ -96,6 +101,12 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 	emit(Event{Type: EventRunStarted, RunID: run.ID, Run: summary(run)})
 	for ctx.Err() == nil {
 		if pending, step := unansweredToolCalls(run); len(pending) > 0 {
+			// Between steps, none of the run's calls in flight: the budget
+			// decides whether this step's calls are made at all.
+			stop, err := r.checkStepBudget(ctx, run, step, pending)
+			if r.stoppedForBudget(ctx, run, stop, err, emit) {
+				return
+			}
 			msgs := r.runTools(ctx, run, step, pending, emit)
 			if ctx.Err() != nil {
 				return
@@ -110,6 +121,13 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 		if n := len(run.Messages); n > run.InputMessages && run.Messages[n-1].Role == toolgate.RoleAssistant {
 			// The model answered before the process stopped; only the end was not stored.
 			r.finish(sctx, run, run.Messages[n-1].Content, emit)
+			return
+		}
+		// Before the model is asked again: what the run has cost so far,
+		// which may have passed its budget (a call cost more than its
+		// estimate).
+		stop, err := r.updateCost(ctx, run)
+		if r.stoppedForBudget(ctx, run, stop, err, emit) {
 			return
 		}
 		if run.Steps >= run.MaxSteps {
@@ -150,6 +168,32 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			return
 		}
 	}
+}
+
+// stoppedForBudget ends the run when a budget check said stop, or when
+// the run's cost could not be read and the run has a budget to keep, and
+// reports whether Drive must return (also when ctx ended). A run without a
+// budget whose cost could not be read goes on (its summaries show the cost
+// last read).
+func (r *Runner) stoppedForBudget(ctx context.Context, run *toolgate.Run, stop *toolgate.CallError, err error, emit func(Event)) bool {
+	sctx := context.WithoutCancel(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return true
+	case err != nil && run.MaxCost > 0:
+		r.fail(sctx, run, toolgate.EInternal, "could not read what the run has cost", err, emit)
+		return true
+	case err != nil:
+		r.log().Warn("read the cost of a run", "run", run.ID, "err", err)
+		return false
+	case stop == nil:
+		return false
+	}
+	if _, err := r.updateCost(sctx, run); err != nil {
+		r.log().Warn("read the cost of a run", "run", run.ID, "err", err)
+	}
+	r.fail(sctx, run, stop.Code, stop.Message, nil, emit)
+	return true
 }
 
 // nameToolCalls gives every tool call of a model turn an id of its own:

@@ -18,6 +18,11 @@ type RunStore interface {
 	FinishRun(ctx context.Context, runID string, status toolgate.RunStatus, output string, runErr *toolgate.CallError) error
 	// LoadRun reads a run with its messages; NOT_FOUND when there is none.
 	LoadRun(ctx context.Context, runID string) (*toolgate.Run, error)
+	// RunCost returns what the run has cost so far: the sum over its calls
+	// of the cost each answer reported, else the call's estimate (a denied
+	// call costs nothing), leaving out the calls whose idempotency key
+	// starts with exceptKeyPrefix when it is set.
+	RunCost(ctx context.Context, runID, exceptKeyPrefix string) (float64, error)
 }
 
 // Run event types, streamed to whoever started the run.

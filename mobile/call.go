@@ -60,6 +60,7 @@ type Call struct {
 
 	mu      sync.Mutex
 	failure *ToolError
+	cost    *float64 // ReportCost's, sent with the answer
 }
 
 func newCall(c *Client, sess sessionCredentials, req toolgate.ToolCallRequest) *Call {
@@ -165,6 +166,30 @@ func (call *Call) Fail(code, message, detailsJSON string) {
 	if call.failure == nil {
 		call.failure = NewToolError(code, message, detailsJSON)
 	}
+}
+
+// ReportCost records what the call cost, in the unit of the tools'
+// estimated_cost (the one a run's max_cost is in); it is sent with the
+// call's answer, a result or an error alike (a failed call may still have
+// cost something), and the gateway stores it and counts it toward the
+// run's budget. A later report replaces an earlier one. A cost that is not
+// a number from 0 to 1e12 is refused with an error, and nothing is
+// recorded.
+func (call *Call) ReportCost(cost float64) error {
+	if err := toolgate.CheckCost("cost", cost); err != nil {
+		return errors.New(toolgate.ErrorMessage(err))
+	}
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	call.cost = &cost
+	return nil
+}
+
+// reportedCost is the cost ReportCost recorded, nil when none.
+func (call *Call) reportedCost() *float64 {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	return call.cost
 }
 
 func (call *Call) recordedFailure() *ToolError {

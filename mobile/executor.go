@@ -229,13 +229,16 @@ func (c *Client) invokeHandler(call *Call) (ans answer) {
 		}
 	}()
 	result, err := h.HandleCall(call)
-	if failure := call.recordedFailure(); failure != nil {
-		return errorAnswer(call.id, failure)
+	switch failure := call.recordedFailure(); {
+	case failure != nil:
+		ans = errorAnswer(call.id, failure)
+	case err != nil:
+		ans = errorAnswer(call.id, asToolError(err))
+	default:
+		ans = resultAnswer(call.id, outputJSON(result))
 	}
-	if err != nil {
-		return errorAnswer(call.id, asToolError(err))
-	}
-	return resultAnswer(call.id, outputJSON(result))
+	ans.Cost = call.reportedCost() // Call.ReportCost's, with either answer
+	return ans
 }
 
 // handlerFor returns the handler for a tool this client offers, or nil.

@@ -26,6 +26,12 @@ type ToolOptions struct {
 	RequestsPerHour   int64
 	// ReadOnly says the tool changes nothing.
 	ReadOnly bool
+	// EstimatedCost is what a call is expected to cost, in the unit of a
+	// run's max_cost (a budget counts a call at it until the call reports
+	// its cost with Call.ReportCost); EstimatedDurationMS how long a call
+	// is expected to take. Zero gives no estimate.
+	EstimatedCost       float64
+	EstimatedDurationMS int64
 }
 
 // NewToolOptions returns options with every trait left to the gateway.
@@ -56,6 +62,8 @@ func buildToolSpec(name, description, parametersJSON string, options *ToolOption
 			}
 		}
 		spec.ReadOnly = options.ReadOnly
+		spec.EstimatedCost = options.EstimatedCost
+		spec.EstimatedDurationMS = options.EstimatedDurationMS
 	}
 	if err := toolgate.CheckToolSpec(spec, toolgate.ToolSpecChecks{}); err != nil {
 		return spec, fmt.Errorf("tool %q: %s", name, toolgate.ErrorMessage(err))

@@ -263,7 +263,7 @@ func (a *Agent) startRun(ctx context.Context, req toolgate.RunRequest, startedBy
 		return nil, err
 	}
 	return a.Runner.Start(ctx, agentloop.NewRun{
-		SessionID: req.SessionID, StartedBySession: startedBy, Messages: msgs, MaxSteps: req.MaxSteps,
+		SessionID: req.SessionID, StartedBySession: startedBy, Messages: msgs, MaxSteps: req.MaxSteps, MaxCost: req.MaxCost,
 	}, id.String(), a.e.now())
 }
 

@@ -19,10 +19,17 @@ var errorCodePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 // for, or the reason it is refused: before the transaction, so that a bad
 // answer of a batch is refused alone. Text stored as it is must be
 // storable on every database (toolgate.CheckPlainText; the JSON of output
-// and details valid UTF-8).
+// and details valid UTF-8). A reported cost must pass toolgate.CheckCost.
 func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 	if a.ID == "" {
 		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "id is required")
+	}
+	// A cost may come with either answer: a call that failed may still
+	// have cost something (a paid request that then timed out upstream).
+	if a.Cost != nil {
+		if err := toolgate.CheckCost("cost", *a.Cost); err != nil {
+			return store.Outcome{}, err.(*toolgate.Error)
+		}
 	}
 	success := a.Type == toolgate.AnswerResult
 	switch {
@@ -45,7 +52,7 @@ func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 		if !utf8.Valid(output) {
 			return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "output is not valid UTF-8")
 		}
-		return store.Outcome{Status: toolgate.StatusCompleted, Output: []byte(compactJSON(output))}, nil
+		return store.Outcome{Status: toolgate.StatusCompleted, Output: []byte(compactJSON(output)), Cost: a.Cost}, nil
 	}
 	code := a.Code
 	if code == "" {
@@ -62,7 +69,7 @@ func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 	if err := toolgate.CheckPlainText(message); err != nil {
 		return store.Outcome{}, toolgate.Errorf(toolgate.EBadRequest, "error %v", err)
 	}
-	o := store.Outcome{Status: toolgate.StatusFailed, ErrorCode: code, ErrorMessage: message}
+	o := store.Outcome{Status: toolgate.StatusFailed, ErrorCode: code, ErrorMessage: message, Cost: a.Cost}
 	if len(a.Details) > 0 && string(a.Details) != "null" {
 		var obj map[string]any
 		if !utf8.Valid(a.Details) {

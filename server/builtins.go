@@ -70,8 +70,13 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	if err := e.hooks.CheckCall(ctx, check); err != nil {
 		return nil, false, err
 	}
+	// The call keeps the tool's estimate for these arguments.
+	spec := entry.spec
+	if c := agentloop.CallEstimate(tool, args); c > 0 {
+		spec.EstimatedCost = c
+	}
 	now := e.now()
-	row, created, err := e.storeCall(ctx, "", req.Tool, args, entry.spec, timeout, false, opts, now)
+	row, created, err := e.storeCall(ctx, "", req.Tool, args, spec, timeout, false, opts, now)
 	if err != nil || !created {
 		return callOf(row), false, err
 	}

@@ -198,7 +198,7 @@ func (e *Engine) callTimeout(callMS, toolMS int64) (time.Duration, error) {
 // awaiting_approval, with the approval timeout as its deadline and no
 // event for the client yet; any other call is stored pending with its
 // tool_call_request event (for a remote tool). sessionID is empty for a
-// built-in tool.
+// built-in tool. The call keeps spec.EstimatedCost as its estimate.
 func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args json.RawMessage, spec toolgate.ToolSpec,
 	timeout time.Duration, autoApprove bool, opts CallOptions, now time.Time) (row *store.CallRow, created bool, err error) {
 	id, err := uuid.NewV7()
@@ -215,6 +215,7 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 	}
 	newRow.SetIdempotencyKey(opts.IdempotencyKey)
 	newRow.SetRunID(opts.RunID)
+	newRow.SetEstimatedCost(spec.EstimatedCost)
 	newRow.RateLimited = spec.RateLimit != nil
 	// Known open before the commit, not after: once committed, the call can
 	// be delivered, answered and ended (afterCallsEnded forgets it) before this

@@ -10,7 +10,7 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
-// runStore keeps the agent loop's runs in SQLite (agentloop.RunStore).
+// runStore keeps the agent loop's runs in the store (agentloop.RunStore).
 type runStore struct {
 	st  *store.Store
 	now func() time.Time
@@ -24,6 +24,7 @@ func (s runStore) CreateRun(ctx context.Context, run *toolgate.Run) error {
 		return err
 	}
 	row := store.NewRunRow(run.ID, run.SessionID, run.StartedBySession, run.Model, run.MaxSteps, run.InputMessages, run.CreatedAt.Time)
+	row.SetMaxCost(run.MaxCost)
 	return s.st.Write(ctx, func(tx *store.Tx) error {
 		if err := tx.InsertRun(&row); err != nil {
 			return err
@@ -75,6 +76,12 @@ func (s runStore) LoadRun(ctx context.Context, runID string) (*toolgate.Run, err
 		FinishedAt: toolgate.TimePtr(row.FinishedTime()), InputMessages: row.InputMessages,
 		Messages: make([]toolgate.ChatMessage, len(raw)),
 	}
+	if row.MaxCost.Valid {
+		run.MaxCost = row.MaxCost.Float64
+	}
+	if run.Cost, err = s.st.RunCost(ctx, runID, ""); err != nil {
+		return nil, err
+	}
 	if row.ErrorCode.Valid {
 		run.Error = &toolgate.CallError{Code: row.ErrorCode.String, Message: row.ErrorMessage.String}
 	}
@@ -84,6 +91,11 @@ func (s runStore) LoadRun(ctx context.Context, runID string) (*toolgate.Run, err
 		}
 	}
 	return run, nil
+}
+
+// RunCost implements agentloop.RunStore.
+func (s runStore) RunCost(ctx context.Context, runID, exceptKeyPrefix string) (float64, error) {
+	return s.st.RunCost(ctx, runID, exceptKeyPrefix)
 }
 
 func encodeMessages(msgs []toolgate.ChatMessage) ([][]byte, error) {

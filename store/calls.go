@@ -30,6 +30,10 @@ type CallRow struct {
 	Attempts       int            `db:"attempts"`
 	IdempotencyKey sql.NullString `db:"idempotency_key"`
 	RunID          sql.NullString `db:"run_id"`
+	// EstimatedCost is the tool's estimate when the call was made; Cost
+	// what its answer reported. NULL when there was none.
+	EstimatedCost sql.NullFloat64 `db:"estimated_cost"`
+	Cost          sql.NullFloat64 `db:"cost"`
 	// RateLimited marks a call of a tool with a rate limit, which the
 	// limit's count reads back (only written, never read into a row).
 	RateLimited bool `db:"-"`
@@ -49,6 +53,14 @@ func (r *CallRow) Call() *toolgate.Call {
 		Deadline:    toolgate.NewTime(fromMS(r.Deadline)),
 		Attempts:    r.Attempts,
 		RunID:       r.RunID.String,
+	}
+	if r.EstimatedCost.Valid {
+		v := r.EstimatedCost.Float64
+		c.EstimatedCost = &v
+	}
+	if r.Cost.Valid {
+		v := r.Cost.Float64
+		c.Cost = &v
 	}
 	if r.Output.Valid {
 		c.Output = []byte(r.Output.String)
@@ -76,7 +88,7 @@ func (r *CallRow) DeadlineTime() time.Time { return fromMS(r.Deadline) }
 func (r *CallRow) CreatedTime() time.Time { return fromMS(r.CreatedAt) }
 
 const callColumns = `id, session_id, tool, args, status, output, error_code, error_message, error_details, progress,
-	timeout_ms, created_at, delivered_at, completed_at, deadline, attempts, idempotency_key, run_id`
+	timeout_ms, created_at, delivered_at, completed_at, deadline, attempts, idempotency_key, run_id, estimated_cost, cost`
 
 // openCall is the SQL condition of a call that has not ended. It is
 // written exactly as the WHERE clause of the partial index calls_open
@@ -107,16 +119,22 @@ func (r *CallRow) SetIdempotencyKey(key string) {
 // SetRunID records the agent run a new call belongs to.
 func (r *CallRow) SetRunID(id string) { r.RunID = sql.NullString{String: id, Valid: id != ""} }
 
+// SetEstimatedCost records the tool's estimate of what a new call costs;
+// zero (no estimate) is stored as NULL.
+func (r *CallRow) SetEstimatedCost(v float64) {
+	r.EstimatedCost = sql.NullFloat64{Float64: v, Valid: v > 0}
+}
+
 var (
-	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `, rate_limited, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	qInsertCall     = query(`INSERT INTO calls (` + callColumns + `, rate_limited, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	qGetCall        = query(`SELECT ` + callColumns + ` FROM calls WHERE id = ?`)
 	qCallByIdemKey  = query(`SELECT ` + callColumns + ` FROM calls WHERE idempotency_key = ? AND idempotency_key IS NOT NULL`)
-	qFinishCall     = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ? WHERE id = ? AND ` + openCall)
-	qFinishAnswered = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
+	qFinishCall     = query(`UPDATE calls SET ` + finishColumns + ` WHERE id = ? AND ` + openCall)
+	qFinishAnswered = query(`UPDATE calls SET ` + finishColumns + `,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered') RETURNING ` + callColumns)
 	// The same without reading the row back, for a call whose row is known.
-	qFinishAnsweredKnown = query(`UPDATE calls SET status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?,
+	qFinishAnsweredKnown = query(`UPDATE calls SET ` + finishColumns + `,
 		delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ?
 		WHERE id = ? AND session_id = ? AND status IN ('pending', 'delivered')`)
 	qMarkDelivered = query(`UPDATE calls SET status = CASE WHEN status = 'pending' THEN 'delivered' ELSE status END, delivered_at = COALESCE(delivered_at, ?), attempts = attempts + ? WHERE id = ? AND status IN ('pending', 'delivered')`)
@@ -140,7 +158,7 @@ func (tx *Tx) InsertCall(r *CallRow) error {
 	// Positional arguments: binding by name costs reflection on every call.
 	_, err := tx.exec(qInsertCall, r.ID, r.SessionID, r.Tool, r.Args, r.Status, r.Output, r.ErrorCode, r.ErrorMessage,
 		r.ErrorDetails, r.Progress, r.TimeoutMS, r.CreatedAt, r.DeliveredAt, r.CompletedAt, r.Deadline, r.Attempts,
-		r.IdempotencyKey, r.RunID, rateLimited, node)
+		r.IdempotencyKey, r.RunID, r.EstimatedCost, r.Cost, rateLimited, node)
 	err = uniqueAs(err, ErrDuplicateIdempotencyKey) // the only UNIQUE index of calls
 	// The row is kept for FinishAnswered, which only a session's client
 	// calls: a built-in call (no session) ends through FinishCall.
@@ -164,21 +182,41 @@ type Outcome struct {
 	ErrorCode    string
 	ErrorMessage string
 	ErrorDetails []byte // JSON object or nil
+	// Cost is what the call cost as its answer reported it; nil when it
+	// reported none.
+	Cost *float64
+}
+
+// outcomeColumns are an outcome's stored values in the order of
+// finishColumns (completed_at last, set by the caller).
+type outcomeColumns struct {
+	output, code, message, details, cost any
 }
 
 // columns returns the outcome's stored values: NULL where it has none, and
 // the message only with a code.
-func (o Outcome) columns() (output, code, message, details any) {
+func (o Outcome) columns() outcomeColumns {
+	var c outcomeColumns
 	if o.Output != nil {
-		output = string(o.Output)
+		c.output = string(o.Output)
 	}
 	if o.ErrorCode != "" {
-		code, message = o.ErrorCode, o.ErrorMessage
+		c.code, c.message = o.ErrorCode, o.ErrorMessage
 	}
 	if o.ErrorDetails != nil {
-		details = string(o.ErrorDetails)
+		c.details = string(o.ErrorDetails)
 	}
-	return output, code, message, details
+	if o.Cost != nil {
+		c.cost = *o.Cost
+	}
+	return c
+}
+
+// finishArgs are the arguments of a finishColumns SET list: the outcome's
+// status and values, then completed_at, then the statement's own.
+func (o Outcome) finishArgs(now time.Time, more ...any) []any {
+	c := o.columns()
+	return append([]any{string(o.Status), c.output, c.code, c.message, c.details, c.cost, ms(now)}, more...)
 }
 
 // textColumn is a value from Outcome.columns as read back: NULL unless a string.
@@ -190,8 +228,7 @@ func textColumn(v any) sql.NullString {
 // FinishCall moves an open call to a final status. It reports false, and
 // changes nothing, when the call is not open any more.
 func (tx *Tx) FinishCall(id string, o Outcome, now time.Time) (bool, error) {
-	output, code, message, details := o.columns()
-	return tx.finishWhere(id, qFinishCall, string(o.Status), output, code, message, details, ms(now), id)
+	return tx.finishWhere(id, qFinishCall, o.finishArgs(now, id)...)
 }
 
 // FinishAnswered ends a call of session sid that was sent and not yet
@@ -205,8 +242,7 @@ func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, co
 	if count == 0 || first.IsZero() {
 		first, count = now, 0
 	}
-	output, code, message, details := o.columns()
-	args := []any{string(o.Status), output, code, message, details, ms(now), ms(first), count, id, sid}
+	args := o.finishArgs(now, ms(first), count, id, sid)
 	var r CallRow
 	if known := tx.openRow(id); known != nil {
 		res, err := tx.exec(qFinishAnsweredKnown, args...)
@@ -219,7 +255,11 @@ func (tx *Tx) FinishAnswered(id, sid string, o Outcome, now, first time.Time, co
 		// What the statement did, done to the known row.
 		r = *known
 		r.Status = string(o.Status)
-		r.Output, r.ErrorCode, r.ErrorMessage, r.ErrorDetails = textColumn(output), textColumn(code), textColumn(message), textColumn(details)
+		c := o.columns()
+		r.Output, r.ErrorCode, r.ErrorMessage, r.ErrorDetails = textColumn(c.output), textColumn(c.code), textColumn(c.message), textColumn(c.details)
+		if o.Cost != nil {
+			r.Cost = sql.NullFloat64{Float64: *o.Cost, Valid: true}
+		}
 		r.CompletedAt = sql.NullInt64{Int64: ms(now), Valid: true}
 		r.delivered(first, count)
 	} else {

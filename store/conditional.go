@@ -34,8 +34,7 @@ var (
 // while it was alive but cut off) does not store its outcome over the
 // claimer's run. It reports false, and changes nothing, otherwise.
 func (tx *Tx) FinishOwnCall(id string, o Outcome, now time.Time) (bool, error) {
-	output, code, message, details := o.columns()
-	return tx.finishWhere(id, qFinishOwn, string(o.Status), output, code, message, details, ms(now), id, tx.node)
+	return tx.finishWhere(id, qFinishOwn, o.finishArgs(now, id, tx.node)...)
 }
 
 // CallNode returns the node running a call of a tool inside the gateway
@@ -50,8 +49,8 @@ func (s *Store) CallNode(ctx context.Context, id string) (string, error) {
 }
 
 // finishColumns is what ending a call sets, in the order of
-// Outcome.columns, then completed_at.
-const finishColumns = `status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, completed_at = ?`
+// Outcome.finishArgs: the outcome's values, then completed_at.
+const finishColumns = `status = ?, output = ?, error_code = ?, error_message = ?, error_details = ?, cost = ?, completed_at = ?`
 
 // ApproveCall moves a call that awaits approval to pending with a new
 // deadline. It reports false, and changes nothing, when the call does not
@@ -74,8 +73,7 @@ func (tx *Tx) ApproveCall(id string, deadline time.Time) (bool, error) {
 // it reports false, and changes nothing, when the call does not await
 // approval any more, even if it is still open (approved a moment ago).
 func (tx *Tx) FinishAwaiting(id string, o Outcome, now time.Time) (bool, error) {
-	output, code, message, details := o.columns()
-	return tx.finishWhere(id, qFinishAwaiting, string(o.Status), output, code, message, details, ms(now), id)
+	return tx.finishWhere(id, qFinishAwaiting, o.finishArgs(now, id)...)
 }
 
 // ExpireCall is FinishCall for a call whose deadline has passed: it ends
@@ -90,8 +88,7 @@ func (tx *Tx) ExpireCall(id string, awaiting bool, o Outcome, now time.Time) (bo
 	if awaiting {
 		q = qExpireAwaiting
 	}
-	output, code, message, details := o.columns()
-	return tx.finishWhere(id, q, string(o.Status), output, code, message, details, ms(now), id, ms(now))
+	return tx.finishWhere(id, q, o.finishArgs(now, id, ms(now))...)
 }
 
 // finishWhere runs one of the conditional ending statements and, when it

@@ -23,6 +23,8 @@ type RunRow struct {
 	CreatedAt        int64          `db:"created_at"`
 	UpdatedAt        int64          `db:"updated_at"`
 	FinishedAt       sql.NullInt64  `db:"finished_at"`
+	// MaxCost is the run's budget; NULL when it has none.
+	MaxCost sql.NullFloat64 `db:"max_cost"`
 }
 
 // CreatedTime returns when the run was created.
@@ -43,12 +45,15 @@ func NewRunRow(id, sessionID, startedBy, model string, maxSteps, inputMessages i
 	}
 }
 
-const runColumns = `id, session_id, started_by_session, model, status, max_steps, steps, input_messages, output, error_code, error_message, created_at, updated_at, finished_at`
+// SetMaxCost records a new run's budget; zero (none) is stored as NULL.
+func (r *RunRow) SetMaxCost(v float64) { r.MaxCost = sql.NullFloat64{Float64: v, Valid: v > 0} }
+
+const runColumns = `id, session_id, started_by_session, model, status, max_steps, steps, input_messages, output, error_code, error_message, created_at, updated_at, finished_at, max_cost`
 
 // InsertRun stores a new run.
 func (tx *Tx) InsertRun(r *RunRow) error {
 	_, err := tx.namedExec(`INSERT INTO runs (`+runColumns+`, node) VALUES
-		(:id, :session_id, :started_by_session, :model, :status, :max_steps, :steps, :input_messages, :output, :error_code, :error_message, :created_at, :updated_at, :finished_at, :node)`,
+		(:id, :session_id, :started_by_session, :model, :status, :max_steps, :steps, :input_messages, :output, :error_code, :error_message, :created_at, :updated_at, :finished_at, :max_cost, :node)`,
 		struct {
 			*RunRow
 			Node string `db:"node"` // this node drives the run
@@ -107,6 +112,24 @@ func (tx *Tx) GetRun(id string) (*RunRow, error) {
 func (s *Store) GetRun(ctx context.Context, id string) (*RunRow, error) {
 	var r RunRow
 	return rowOrNil(&r, s.get(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+}
+
+// callCost is what one call of a run counts for in the run's cost: what
+// its answer reported, else the tool's estimate, else nothing; a denied
+// call never ran and costs nothing.
+const callCost = `CASE WHEN status = 'denied' THEN 0 ELSE COALESCE(cost, estimated_cost, 0) END`
+
+// RunCost returns what a run has cost so far: the sum of callCost over its
+// calls, leaving out those whose idempotency key starts with
+// exceptKeyPrefix when it is set (the calls of a step being weighed
+// again, which the agent loop counts at their estimates instead).
+func (s *Store) RunCost(ctx context.Context, runID, exceptKeyPrefix string) (float64, error) {
+	var cost float64
+	err := s.get(ctx, &cost, `SELECT COALESCE(SUM(CASE
+			WHEN ? <> '' AND substr(COALESCE(idempotency_key, ''), 1, ?) = ? THEN 0
+			ELSE `+callCost+` END), 0)
+		FROM calls WHERE run_id = ?`, exceptKeyPrefix, len(exceptKeyPrefix), exceptKeyPrefix, runID)
+	return cost, err
 }
 
 // RunMessages returns a run's messages (JSON each) in order.

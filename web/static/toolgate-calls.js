@@ -8,6 +8,17 @@ import { ToolgateError, backoffDelay, requestJSON, sleep } from "./toolgate-http
 /** How many finished call ids are remembered for de-duplication. */
 const REMEMBERED_CALLS = 2000;
 
+/** The largest cost the gateway takes (toolgate.MaxCost). */
+export const MAX_COST = 1e12;
+
+/** Throws a TypeError unless `value` is a cost the gateway takes: a finite number from 0 to MAX_COST. */
+export function checkCost(what, value) {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > MAX_COST) {
+    const shown = typeof value === "number" ? String(value) : typeof value;
+    throw new TypeError(`${what} must be a number from 0 to ${MAX_COST}, got ${shown}`);
+  }
+}
+
 /**
  * Builds the answer for a handler that returned `value`.
  * `undefined` becomes `null`; a value JSON cannot encode becomes an error.
@@ -114,6 +125,7 @@ export class CallRunner {
     const { call, controller } = entry;
     const tool = this.getTool(call.name);
     let answer;
+    let cost; // what context.reportCost recorded, sent with either answer
     if (!tool) {
       answer = errorAnswer(call.id, { code: "TOOL_NOT_FOUND", message: `This client has no tool named "${call.name}"` });
     } else {
@@ -124,6 +136,10 @@ export class CallRunner {
         attempt: call.attempt,
         signal: controller.signal,
         progress: (progress) => this.#reportProgress(entry, progress),
+        reportCost: (value) => {
+          checkCost("reportCost's cost", value);
+          cost = value;
+        },
       };
       try {
         const value = await tool.handler(call.args, context);
@@ -131,6 +147,7 @@ export class CallRunner {
       } catch (err) {
         answer = errorAnswer(call.id, err);
       }
+      if (cost !== undefined) answer.cost = cost;
     }
     if (controller.signal.aborted) return; // cancelled: the gateway no longer wants an answer
     this.#end(call.id);

@@ -1,6 +1,8 @@
 // Checking a tool definition given to ToolgateClient.registerTool and turning
 // it into the wire form of docs/PROTOCOL.md's register_tools.
 
+import { checkCost } from "./toolgate-calls.js";
+
 /** The shape every tool name must have (the gateway may narrow it further). */
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -28,6 +30,11 @@ export function validateTool(spec) {
   if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) {
     throw new TypeError(`tool "${name}": timeoutMs must be a positive integer`);
   }
+  if (spec.estimatedCost !== undefined) checkCost(`tool "${name}": estimatedCost`, spec.estimatedCost);
+  const duration = spec.estimatedDurationMs;
+  if (duration !== undefined && !(Number.isInteger(duration) && duration >= 0 && duration <= 86400000)) {
+    throw new TypeError(`tool "${name}": estimatedDurationMs must be an integer from 0 to 86400000 (a day)`);
+  }
   let approval = requiresApproval;
   if (approval === true) approval = "always";
   if (approval === false) approval = "never";
@@ -44,6 +51,8 @@ export function validateTool(spec) {
       requests_per_hour: spec.rateLimit.requestsPerHour,
     };
   }
+  if (spec.estimatedCost) wire.estimated_cost = spec.estimatedCost;
+  if (duration) wire.estimated_duration_ms = duration;
   return { wire, handler };
 }
 

@@ -115,6 +115,12 @@ export interface ToolCallContext {
    * Resolves to the ack, or null when it could not be sent (the failure is an "error" event).
    */
   progress(progress?: ProgressReport): Promise<ProgressAck | null>;
+  /**
+   * Records what the call cost (in the unit of the tools' estimatedCost and a run's max_cost), sent with its
+   * answer, a result or an error alike; a later report replaces an earlier one. Throws a TypeError for a value
+   * that is not a finite number from 0 to 1e12.
+   */
+  reportCost(cost: number): void;
 }
 
 /** How a tool asks for a person's approval of each call. */
@@ -140,6 +146,10 @@ export interface ToolDefinition<Args = any> {
   requiresApproval?: boolean | ApprovalRequirement;
   readOnly?: boolean;
   rateLimit?: { requestsPerMinute?: number; requestsPerHour?: number };
+  /** What a call is expected to cost, from 0 to 1e12; a run's budget counts a call at it until it reports its cost. */
+  estimatedCost?: number;
+  /** How long a call is expected to take, an integer of milliseconds up to a day. */
+  estimatedDurationMs?: number;
 }
 
 /** A registered tool as sent to the gateway (PROTOCOL.md, register_tools): no handler, the wire's field names. */
@@ -151,6 +161,8 @@ export interface WireTool {
   requires_approval?: ApprovalRequirement;
   read_only?: boolean;
   rate_limit?: { requests_per_minute?: number; requests_per_hour?: number };
+  estimated_cost?: number;
+  estimated_duration_ms?: number;
 }
 
 /** How the gateway judged a tool given to registerTool. */
