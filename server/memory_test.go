@@ -2,9 +2,15 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // scriptedModel is a model that plays, for each run's input (its first
@@ -307,5 +313,86 @@ func TestMemorySessionScope(t *testing.T) {
 	var scopes []string
 	if err := g.db(t).Select(&scopes, `SELECT scope FROM memories ORDER BY key`); err != nil || !slices.Equal(scopes, []string{"", s.ID}) {
 		t.Fatalf("scopes = %v (%v), want the agent's and %s", scopes, err, s.ID)
+	}
+}
+
+// readmeMemoryBlock returns the README block that follows the "memory
+// sql" marker.
+func readmeMemoryBlock(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "<!-- memory sql")
+	if !ok {
+		t.Fatal("README has no memory sql block")
+	}
+	_, block, _ := strings.Cut(after, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	return block
+}
+
+// TestMemoryReadmeQueries runs the README's SQL on notes: each query
+// through the driver, and the whole block through the sqlite3 shell when
+// installed; the search query ranks the notes as memory_search does. A
+// note deleted with SQL leaves memory_search's results (the triggers keep
+// the full-text index in step).
+func TestMemoryReadmeQueries(t *testing.T) {
+	g := startGateway(t, nil)
+	for _, n := range [][2]string{
+		{"lunch", "Lunch is at noon."},
+		{"printer", "The printer jams."},
+		{"toner", "Order printer toner, blue toner first."},
+		{"coffee", "The coffee machine is on floor three."},
+		{"holidays", "The office closes in August."},
+	} {
+		g.memoryCall("memory_write", map[string]any{"key": n[0], "text": n[1]})
+	}
+	block := readmeMemoryBlock(t)
+	queries := regexp.MustCompile(`"(SELECT [^"]+)"`).FindAllStringSubmatch(block, -1)
+	if len(queries) != 2 {
+		t.Fatalf("README memory block has %d queries, want 2:\n%s", len(queries), block)
+	}
+	db := sqlx.MustOpen("sqlite", "file:"+g.DBPath+"?_pragma=busy_timeout(5000)")
+	defer db.Close()
+	var all []map[string]any
+	rows, err := db.Queryx(queries[0][1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		row := map[string]any{}
+		if err := rows.MapScan(row); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, row)
+	}
+	rows.Close()
+	if len(all) != 5 || all[0]["updated"] == nil {
+		t.Fatalf("listing query = %v", all)
+	}
+	var ranked []string
+	if err := db.Select(&ranked, strings.Replace(queries[1][1], "SELECT m.key, m.text", "SELECT m.key", 1)); err != nil || !slices.Equal(ranked, []string{"toner", "printer"}) {
+		t.Fatalf("search query = %v (%v), want toner, printer", ranked, err)
+	}
+	if keys := g.memorySearchKeys(map[string]any{"query": "printer toner"}); !slices.Equal(keys, ranked) {
+		t.Fatalf("memory_search = %v, the README's query %v", keys, ranked)
+	}
+
+	if _, err := exec.LookPath("sqlite3"); err == nil {
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", block)
+		cmd.Env = append(os.Environ(), "DB="+g.DBPath)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "holidays") || !strings.Contains(string(out), "toner|Order printer toner") {
+			t.Fatalf("the README block in the sqlite3 shell: %v\n%s", err, out)
+		}
+	}
+
+	if _, err := db.Exec(`DELETE FROM memories WHERE scope = '' AND key = 'toner'`); err != nil {
+		t.Fatal(err)
+	}
+	if keys := g.memorySearchKeys(map[string]any{"query": "printer toner"}); !slices.Equal(keys, []string{"printer"}) {
+		t.Fatalf("memory_search after a SQL delete = %v", keys)
 	}
 }
