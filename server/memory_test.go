@@ -13,11 +13,11 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// scriptedModel is a model that plays, for each run's input (its first
+// scriptByInput is a model that plays, for each run's input (its first
 // message), a list of turns of tool calls, one turn per request, and
 // then answers with "done: " and the tool messages' contents joined by
 // " | ". An input it has no script for is answered at once.
-func scriptedModel(scripts map[string][][]chatToolCall) func(chatRequest) modelTurn {
+func scriptByInput(scripts map[string][][]chatToolCall) func(chatRequest) modelTurn {
 	return func(req chatRequest) modelTurn {
 		turns := scripts[req.Messages[0].Text()]
 		asked := 0
@@ -71,7 +71,7 @@ func (g *gateway) memorySearchKeys(args any) []string {
 // row of the memories table, readable with SQL; every memory call is
 // stored like any other call.
 func TestMemoryAcrossRuns(t *testing.T) {
-	m := startFakeModel(t, scriptedModel(map[string][][]chatToolCall{
+	m := startFakeModel(t, scriptByInput(map[string][][]chatToolCall{
 		"remember where the user lives": {
 			{callTool("w1", "memory_write", `{"key":"user/home","text":"The user lives in Lisbon and rides tram 28 to work."}`)},
 		},
@@ -263,7 +263,7 @@ func TestMemoryToolsThroughCalls(t *testing.T) {
 // nor another session's, and its own stay out of the agent's and the
 // other session's sight, yet a later run of the same session finds them.
 func TestMemorySessionScope(t *testing.T) {
-	m := startFakeModel(t, scriptedModel(map[string][][]chatToolCall{
+	m := startFakeModel(t, scriptByInput(map[string][][]chatToolCall{
 		"look around": {{
 			callTool("s", "memory_search", `{"query":"launch codes alpha"}`),
 			callTool("r", "memory_read", `{"key":"agent-secret"}`),
