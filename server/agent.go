@@ -46,7 +46,11 @@ const noModelMessage = "no model is configured: start toolgate with --llm-model 
 // about them, and sets up the model when one is configured.
 func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	reg := agentloop.NewRegistry(e.Hooks())
-	for _, t := range []agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e)} {
+	httpRequest, err := agentloop.NewHTTPRequestTool(agentloop.HTTPRequestOptions{Allow: cfg.HTTPAllow})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range []agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e), httpRequest} {
 		if err := reg.AddBuiltin(t); err != nil {
 			return nil, err
 		}

@@ -52,7 +52,7 @@ func TestRunProgressAndSessionClose(t *testing.T) {
 	for _, tool := range reqs[1].Tools {
 		names = append(names, tool.Function.Name)
 	}
-	if strings.Join(names, ",") != "call_history,current_time" {
+	if strings.Join(names, ",") != "call_history,current_time,http_request" {
 		t.Fatalf("tools after the session closed = %v", names)
 	}
 }

@@ -25,11 +25,12 @@ func TestBuiltinCalls(t *testing.T) {
 		} `json:"tools"`
 	}
 	g.call("GET", "/api/tools", testAgentKey, nil, 200, &tools)
-	if len(tools.Tools) != 2 || tools.Tools[0].Name != "call_history" || tools.Tools[1].Name != "current_time" {
+	if len(tools.Tools) != 3 || tools.Tools[0].Name != "call_history" || tools.Tools[1].Name != "current_time" || tools.Tools[2].Name != "http_request" {
 		t.Fatalf("tools = %+v", tools.Tools)
 	}
 	for _, tool := range tools.Tools {
-		if tool.Source.Kind != "builtin" || !tool.ReadOnly || strings.Contains(string(tool.Parameters), "$ref") {
+		// http_request may change things (POST, DELETE): not read-only.
+		if tool.Source.Kind != "builtin" || tool.ReadOnly != (tool.Name != "http_request") || strings.Contains(string(tool.Parameters), "$ref") {
 			t.Fatalf("built-in tool = %+v %s", tool, tool.Parameters)
 		}
 	}

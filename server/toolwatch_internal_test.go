@@ -128,7 +128,7 @@ func TestWatchToolsTellsAToolSetsChange(t *testing.T) {
 	for _, info := range srv.Engine.GatewayTools() {
 		names = append(names, info.Name+"/"+info.Source.Kind+"/"+info.Source.Server)
 	}
-	want := []string{"call_history/builtin/", "current_time/builtin/", "demo__wait/mcp/demo"}
+	want := []string{"call_history/builtin/", "current_time/builtin/", "demo__wait/mcp/demo", "http_request/builtin/"}
 	if len(names) != len(want) {
 		t.Fatalf("gateway tools %v; want %v", names, want)
 	}
