@@ -112,11 +112,11 @@ func lookupFailure(host string, err error) error {
 // to http or https, to a URL that passes the checks the first one passed
 // (its host's addresses are checked when it is dialed, against the allow
 // list on its own: an allowed host's redirect to another host is allowed
-// only if that host is too), and at most max times.
-func checkRedirect(max int) func(req *http.Request, via []*http.Request) error {
+// only if that host is too), and at most maxRedirects times.
+func checkRedirect(maxRedirects int) func(req *http.Request, via []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
-		if len(via) > max {
-			return toolgate.Errorf(errHTTPFailed, "http_request stopped after %d redirects (at most %d are followed); the last pointed to %s", max, max, req.URL.Redacted())
+		if len(via) > maxRedirects {
+			return toolgate.Errorf(errHTTPFailed, "http_request stopped after %d redirects, the most it follows; the next pointed to %s", maxRedirects, clip(req.URL.Redacted(), 200))
 		}
 		if err := checkURL(req.URL); err != nil {
 			return toolgate.Errorf(toolgate.EPermissionDenied, "http_request refuses the redirect from %s to %s: %s", via[len(via)-1].URL.Redacted(), clip(req.URL.Redacted(), 200), err)
