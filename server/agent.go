@@ -46,7 +46,12 @@ const noModelMessage = "no model is configured: start toolgate with --llm-model 
 // about them, and sets up the model when one is configured.
 func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	reg := agentloop.NewRegistry(e.Hooks())
-	for _, t := range append([]agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e)}, agentloop.NewMemoryTools(memoryNotes{e})...) {
+	httpRequest, err := agentloop.NewHTTPRequestTool(agentloop.HTTPRequestOptions{Allow: cfg.HTTPAllow})
+	if err != nil {
+		return nil, err
+	}
+	builtins := append([]agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e), httpRequest}, agentloop.NewMemoryTools(memoryNotes{e})...)
+	for _, t := range builtins {
 		if err := reg.AddBuiltin(t); err != nil {
 			return nil, err
 		}

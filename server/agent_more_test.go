@@ -52,7 +52,7 @@ func TestRunProgressAndSessionClose(t *testing.T) {
 	for _, tool := range reqs[1].Tools {
 		names = append(names, tool.Function.Name)
 	}
-	if strings.Join(names, ",") != "call_history,current_time,memory_read,memory_search,memory_write" {
+	if strings.Join(names, ",") != "call_history,current_time,http_request,memory_read,memory_search,memory_write" {
 		t.Fatalf("tools after the session closed = %v", names)
 	}
 }

@@ -63,7 +63,7 @@ func TestRunWithRemoteTools(t *testing.T) {
 	for _, tool := range reqs[0].Tools {
 		names = append(names, tool.Function.Name)
 	}
-	if strings.Join(names, ",") != "call_history,current_time,memory_read,memory_search,memory_write,echo" {
+	if strings.Join(names, ",") != "call_history,current_time,http_request,memory_read,memory_search,memory_write,echo" {
 		t.Fatalf("tools shown to the model = %v", names)
 	}
 	if reqs[0].Model != "fake-model" || reqs[0].Messages[0].Role != "user" || reqs[0].Messages[0].Text() != "say one and two" {

@@ -29,12 +29,14 @@ func TestBuiltinCalls(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if strings.Join(names, ",") != "call_history,current_time,memory_read,memory_search,memory_write" {
+	if strings.Join(names, ",") != "call_history,current_time,http_request,memory_read,memory_search,memory_write" {
 		t.Fatalf("tools = %v", names)
 	}
 	for _, tool := range tools.Tools {
-		// Every built-in only reads, but memory_write.
-		if tool.Source.Kind != "builtin" || tool.ReadOnly == (tool.Name == "memory_write") || strings.Contains(string(tool.Parameters), "$ref") {
+		// Every built-in only reads, but memory_write and http_request
+		// (POST, DELETE).
+		changes := tool.Name == "memory_write" || tool.Name == "http_request"
+		if tool.Source.Kind != "builtin" || tool.ReadOnly == changes || strings.Contains(string(tool.Parameters), "$ref") {
 			t.Fatalf("built-in tool = %+v %s", tool, tool.Parameters)
 		}
 	}

@@ -128,7 +128,7 @@ func TestWatchToolsTellsAToolSetsChange(t *testing.T) {
 	for _, info := range srv.Engine.GatewayTools() {
 		names = append(names, info.Name+"/"+info.Source.Kind+"/"+info.Source.Server)
 	}
-	want := []string{"call_history/builtin/", "current_time/builtin/", "demo__wait/mcp/demo", "memory_read/builtin/", "memory_search/builtin/", "memory_write/builtin/"}
+	want := []string{"call_history/builtin/", "current_time/builtin/", "demo__wait/mcp/demo", "http_request/builtin/", "memory_read/builtin/", "memory_search/builtin/", "memory_write/builtin/"}
 	if len(names) != len(want) {
 		t.Fatalf("gateway tools %v; want %v", names, want)
 	}
