@@ -14,8 +14,9 @@
 //     alignment, so the secret is found inside a longer base64 text such
 //     as an HTTP Basic credential). A secret shorter than MinSecretLength
 //     is ignored: redacting it would redact ordinary words.
-//   - Values that look like credentials (ModeFull only): session tokens
-//     (tgs_…), OpenAI-style keys (sk-…), AWS access key ids (AKIA…,
+//   - The gateway's session tokens (tgs_ and 43 base64url characters),
+//     found by their shape: the gateway keeps only their hashes.
+//   - Values that look like credentials (ModeFull only): OpenAI-style keys (sk-…), AWS access key ids (AKIA…,
 //     ASIA…), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_),
 //     Slack tokens (xox[abprs]-…), Google API keys (AIza…), JSON Web
 //     Tokens (eyJ….eyJ….…), PEM private key blocks, the credential of an

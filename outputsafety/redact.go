@@ -133,13 +133,26 @@ func keyWords(key string) []string {
 // each match is redacted whole. PEM private key blocks are found by
 // redactPEM.
 var tokenRules = []rule{
-	newRule("session_token", `tgs_[A-Za-z0-9_-]{40,}`, 128, "tgs_"),
 	newRule("openai_key", `sk-[A-Za-z0-9_-]{20,}`, 512, "sk-"),
 	newRule("aws_access_key_id", `(?:AKIA|ASIA)[A-Z0-9]{16}\b`, 32, "AKIA", "ASIA"),
 	newRule("github_token", `gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}`, 512, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
 	newRule("slack_token", `xox[abprs]-[A-Za-z0-9-]{10,}`, 512, "xox"),
 	newRule("google_api_key", `AIza[0-9A-Za-z_-]{35}`, 64, "AIza"),
 	newRule("jwt", `eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`, 16<<10, "eyJ"),
+}
+
+// sessionTokenRule matches the gateway's own session tokens ("tgs_" and
+// 43 base64url characters, server/sessions.go). The gateway keeps only
+// their hashes, so they are found by their shape, in every mode: they
+// are the gateway's secrets as much as its agent key is.
+var sessionTokenRule = []rule{newRule("session_token", `tgs_[A-Za-z0-9_-]{40,}`, 128, "tgs_")}
+
+// redactSessionTokens replaces the session tokens in str.
+func redactSessionTokens(str string) (string, int) {
+	if !strings.Contains(str, "tgs_") {
+		return str, 0
+	}
+	return replaceMatches(str, findAll(sessionTokenRule, str, 0), "session_token", func(match) bool { return true })
 }
 
 // pairRules match a credential named by what precedes it; the first
@@ -164,19 +177,19 @@ func redactCredentials(str string) (string, int) {
 		return str, 0
 	}
 	str, n := redactPEM(str)
-	str, k := replaceMatches(str, findAll(tokenRules, str, 0), func(m match) bool {
+	str, k := replaceMatches(str, findAll(tokenRules, str, 0), "credential", func(m match) bool {
 		return m.rule.name != "openai_key" || looksRandom(str[m.start+3:m.end]) // "sk-learn-…" is a word
 	})
 	n += k
-	str, k = replaceMatches(str, findAll(pairRules, asciiLower(str), 0), func(m match) bool {
+	str, k = replaceMatches(str, findAll(pairRules, asciiLower(str), 0), "credential", func(m match) bool {
 		return m.rule.name != "bearer" || looksRandom(str[m.start:m.end]) // "Basic information…"
 	})
 	return str, n + k
 }
 
-// replaceMatches replaces the matches keep accepts with the credential
-// placeholder.
-func replaceMatches(str string, ms []match, keep func(match) bool) (string, int) {
+// replaceMatches replaces the matches keep accepts with the placeholder
+// of name.
+func replaceMatches(str string, ms []match, name string, keep func(match) bool) (string, int) {
 	var b strings.Builder
 	last, n := 0, 0
 	for _, m := range ms {
@@ -184,7 +197,7 @@ func replaceMatches(str string, ms []match, keep func(match) bool) (string, int)
 			continue
 		}
 		b.WriteString(str[last:m.start])
-		b.WriteString(placeholder("credential"))
+		b.WriteString(placeholder(name))
 		last = m.end
 		n++
 	}
@@ -240,7 +253,7 @@ func redactPEM(str string) (string, int) {
 		ms = append(ms, match{start: pos, end: end})
 		from = max(end, pos+1)
 	}
-	return replaceMatches(str, ms, func(match) bool { return true })
+	return replaceMatches(str, ms, "credential", func(match) bool { return true })
 }
 
 // looksRandom reports whether s mixes letters and digits, as generated

@@ -87,6 +87,8 @@ func (s *Sanitizer) sanitizeString(str string, isKey, underSecret bool, path fun
 		return str
 	}
 	str, n := s.redactKnown(str)
+	str, k := redactSessionTokens(str)
+	n += k
 	if mode == ModeFull && underSecret && !isKey && !isPlaceholder(str) {
 		rep.Redacted++ // the member's whole value, one credential
 		return placeholder("credential")

@@ -74,7 +74,6 @@ func TestCredentialPatternsRedacted(t *testing.T) {
 	jwt := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 	pem := "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu\nAbCd==\n-----END RSA PRIVATE KEY-----"
 	cases := []struct{ in, secret string }{
-		{"session tgs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde here", "tgs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde"},
 		{"OPENAI_API_KEY sk-proj-4fTq9ZxYwV8uT7sR6qP5oN4m", "sk-proj-4fTq9ZxYwV8uT7sR6qP5oN4m"},
 		{"aws AKIAIOSFODNN7EXAMPLE ok", "AKIAIOSFODNN7EXAMPLE"},
 		{"aws ASIAY34FZKBOKMUTVV7A", "ASIAY34FZKBOKMUTVV7A"},
@@ -101,6 +100,19 @@ func TestCredentialPatternsRedacted(t *testing.T) {
 		if got, _ := text(t, s, c.in, outputsafety.ModeSecretsOnly); got != c.in {
 			t.Errorf("secrets-only %q → %q", c.in, got)
 		}
+	}
+}
+
+func TestSessionTokensRedactedInEveryMode(t *testing.T) {
+	s := outputsafety.New()
+	const token = "tgs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde"
+	for _, mode := range []outputsafety.Mode{outputsafety.ModeFull, outputsafety.ModeSecretsOnly} {
+		if got, rep := text(t, s, "session "+token+" here", mode); got != "session [REDACTED:session_token] here" || rep.Redacted != 1 {
+			t.Errorf("mode %d: %q (%d redacted)", mode, got, rep.Redacted)
+		}
+	}
+	if got, _ := text(t, s, "tgs_short", outputsafety.ModeFull); got != "tgs_short" {
+		t.Errorf("tgs_short → %q", got)
 	}
 }
 
