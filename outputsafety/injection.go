@@ -12,14 +12,14 @@ import (
 // one space or newline.
 var injectionRules = []rule{
 	requiring(injectionRule("ignore_instructions", `(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?|overrid(?:e|ing)|bypass(?:ing)?)\b(?: [\w']+){0,4}? (?:instructions?|prompts?|directives?|guidelines|guardrails|system (?:message|prompt))\b`,
-		"ignor", "disregard", "forget", "overrid", "bypass"), "instruction", "prompt", "directive", "guideline", "guardrail", "message"),
+		"ignore", "ignoring", "disregard", "disregarding", "forget", "forgetting", "override", "overriding", "bypass", "bypassing"), "instruction", "prompt", "directive", "guideline", "guardrail", "message"),
 	requiring(injectionRule("disregard_above", `(?:ignore|disregard|forget) (?:all |everything |anything )?(?:(?:that |you were |was )?(?:said|told|written|stated) )?(?:above|before this|previously|so far)\b`,
-		"ignor", "disregard", "forget"), "above", "before", "previously", "so far"),
+		"ignore", "disregard", "forget"), "above", "before", "previously", "so far"),
 	requiring(injectionRule("role_change", `you are (?:now|no longer)\b|from now on,? you\b|pretend (?:to be|you are)\b|act as (?:an? )?(?:unrestricted|unfiltered|jailbroken)\b`,
 		"you", "from", "pretend", "act"), "now", "longer", "pretend", "act as"),
 	requiring(injectionRule("new_instructions", `(?:new|updated|revised|real|actual|additional|secret|hidden) (?:instructions?|system prompt|directives?|orders) ?:`,
 		"new", "updated", "revised", "real", "actual", "additional", "secret", "hidden"), "instruction", "prompt", "directive", "order"),
-	requiring(injectionRule("new_instructions", `instructions? (?:for|to) (?:the )?(?:ai|assistant|model|llm|agent|chatbot)\b`, "instruction"), "ai", "assistant", "model", "llm", "agent", "chatbot"),
+	requiring(injectionRule("new_instructions", `instructions? (?:for|to) (?:the )?(?:ai|assistant|model|llm|agent|chatbot)\b`, "instruction", "instructions"), "ai", "assistant", "model", "llm", "agent", "chatbot"),
 	requiring(injectionRule("system_prompt", `(?:system|initial) prompt\b|hidden instructions\b|developer message\b`, "system", "initial", "hidden", "developer"), "prompt", "instructions", "message"),
 	within(requiring(lineStartRule(injectionRule("role_marker", `(?:system|assistant|developer) ?:`, "system", "assistant", "developer")), ":"), 16),
 	within(requiring(lineStartRule(injectionRule("role_marker", `#{2,} ?(?:instructions?|system|assistant|response)\b`, "##")), "instruction", "system", "assistant", "response"), 40),
@@ -35,10 +35,14 @@ var injectionRules = []rule{
 		"attention", "note", "message", "important", "if"), "ai", "assistant", "llm", "language model", "chatbot"),
 }
 
-// injectionRule builds a rule for normalised text.
+// injectionRule builds a rule for normalised text; its anchors that are
+// words match whole words.
 func injectionRule(name, expr string, anchors ...string) rule {
-	return newRule(name, strings.ReplaceAll(expr, " ", `\s`), injectionWindow, anchors...)
+	return wholeWords(newRule(name, strings.ReplaceAll(expr, " ", `\s`), injectionWindow, anchors...))
 }
+
+// injectionWords is the word index of injectionRules.
+var injectionWords = indexWords(injectionRules)
 
 // within returns r with a shorter window, for a rule whose matches are
 // short: the look for its required literals then costs less at each of
@@ -73,7 +77,7 @@ func findInjections(str string, path func() string, rep *Report) {
 		return
 	}
 	norm := normalize(str)
-	found := findAll(injectionRules, norm, room)
+	found := findAll(injectionRules, injectionWords, norm, room)
 	if len(found) == 0 {
 		return
 	}

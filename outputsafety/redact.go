@@ -152,7 +152,7 @@ func redactSessionTokens(str string) (string, int) {
 	if !strings.Contains(str, "tgs_") {
 		return str, 0
 	}
-	return replaceMatches(str, findAll(sessionTokenRule, str, 0), "session_token", func(match) bool { return true })
+	return replaceMatches(str, findAll(sessionTokenRule, nil, str, 0), "session_token", func(match) bool { return true })
 }
 
 // pairRules match a credential named by what precedes it; the first
@@ -177,11 +177,11 @@ func redactCredentials(str string) (string, int) {
 		return str, 0
 	}
 	str, n := redactPEM(str)
-	str, k := replaceMatches(str, findAll(tokenRules, str, 0), "credential", func(m match) bool {
+	str, k := replaceMatches(str, findAll(tokenRules, nil, str, 0), "credential", func(m match) bool {
 		return m.rule.name != "openai_key" || looksRandom(str[m.start+3:m.end]) // "sk-learn-…" is a word
 	})
 	n += k
-	str, k = replaceMatches(str, findAll(pairRules, asciiLower(str), 0), "credential", func(m match) bool {
+	str, k = replaceMatches(str, findAll(pairRules, nil, asciiLower(str), 0), "credential", func(m match) bool {
 		return m.rule.name != "bearer" || looksRandom(str[m.start:m.end]) // "Basic information…"
 	})
 	return str, n + k

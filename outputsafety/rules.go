@@ -17,6 +17,9 @@ type rule struct {
 	name    string
 	anchors []string // literals the match starts with (lowercase when the rule set folds case)
 	re      *regexp.Regexp
+	// words are anchors matched as whole words, found by one word scan
+	// of the text (see wholeWords, indexWords).
+	words []string
 	// word requires an anchor that begins with a letter or digit to start
 	// a word; lineStart requires it to start a line (after at most one
 	// space).
@@ -44,51 +47,112 @@ func newRule(name, expr string, window int, anchors ...string) rule {
 	return rule{name: name, anchors: anchors, re: regexp.MustCompile(`^(?:` + expr + `)`), window: window, word: true}
 }
 
+// wordAnchors maps the whole-word anchors of a rule set to their rules: the text is then read once, word by word,
+// instead of once per anchor.
+type wordAnchors map[string][]*rule
+
+// indexWords returns the whole-word anchors of rules.
+func indexWords(rules []rule) wordAnchors {
+	m := wordAnchors{}
+	for i := range rules {
+		r := &rules[i]
+		for _, a := range r.words {
+			m[a] = append(m[a], r)
+		}
+	}
+	return m
+}
+
+// wholeWords returns r with its anchors that are words matching whole
+// words only, found by one word scan (indexWords).
+func wholeWords(r rule) rule {
+	var others []string
+	for _, a := range r.anchors {
+		if isWordAnchor(a) {
+			r.words = append(r.words, a)
+		} else {
+			others = append(others, a)
+		}
+	}
+	r.anchors = others
+	return r
+}
+
+// isWordAnchor reports whether a is one word as the word scan reads it
+// (letters, digits, _ and ').
+func isWordAnchor(a string) bool {
+	for i := 0; i < len(a); i++ {
+		if !isWordByte(a[i]) && a[i] != '\'' {
+			return false
+		}
+	}
+	return a != ""
+}
+
 // findAll returns the rules' matches in text, ordered by start, without
 // overlaps (the earlier, then longer, wins); at most limit of them
-// (limit 0: all).
-func findAll(rules []rule, text string, limit int) []match {
+// (limit 0: all). words is indexWords(rules), nil when no rule has
+// whole-word anchors.
+func findAll(rules []rule, words wordAnchors, text string, limit int) []match {
 	var found []match
+	full := func() bool { return limit > 0 && len(found) >= 4*limit }
+	// try tries r at pos and returns where the search for r goes on.
+	try := func(r *rule, pos int) int {
+		if r.lineStart && !atLineStart(text, pos) {
+			return pos + 1
+		}
+		if !holdsAny(text[pos:min(pos+r.window, len(text))], r.requires) {
+			return pos + 1
+		}
+		// A first try in a short window: most tries fail within a few
+		// bytes, and Go's regexp clears state in proportion to the input
+		// it is given. A match reaching the short window's end is tried
+		// again in the whole window.
+		end := min(pos+min(r.window, firstTryWindow), len(text))
+		loc := r.re.FindStringSubmatchIndex(text[pos:end])
+		if loc != nil && pos+loc[1] == end && r.window > firstTryWindow {
+			loc = r.re.FindStringSubmatchIndex(text[pos:min(pos+r.window, len(text))])
+		}
+		if loc == nil {
+			return pos + 1
+		}
+		s, e := loc[0], loc[1]
+		if len(loc) >= 4 && loc[2] >= 0 {
+			s, e = loc[2], loc[3]
+		}
+		found = append(found, match{rule: r, start: pos + s, end: pos + e})
+		return pos + max(loc[1], 1)
+	}
+	if len(words) > 0 {
+		for i := 0; i < len(text) && !full(); {
+			if !isWordByte(text[i]) || i > 0 && isWordByte(text[i-1]) {
+				i++
+				continue
+			}
+			j := i
+			for j < len(text) && (isWordByte(text[j]) || text[j] == '\'') {
+				j++
+			}
+			for _, r := range words[text[i:j]] {
+				try(r, i)
+			}
+			i = j
+		}
+	}
 	for i := range rules {
 		r := &rules[i]
 		for _, anchor := range r.anchors {
-			for from := 0; from < len(text); {
+			for from := 0; from < len(text) && !full(); {
 				k := strings.Index(text[from:], anchor)
 				if k < 0 {
 					break
 				}
 				pos := from + k
-				from = pos + 1
 				if r.word && pos > 0 && isWordByte(text[pos-1]) && isWordByte(anchor[0]) {
+					from = pos + 1
 					continue
 				}
-				if r.lineStart && !atLineStart(text, pos) {
-					continue
-				}
-				// A first try in a short window: most tries fail within a
-				// few bytes, and Go's regexp clears state in proportion to
-				// the input it is given. A match reaching the short
-				// window's end is tried again in the whole window.
-				if !holdsAny(text[pos:min(pos+r.window, len(text))], r.requires) {
-					continue
-				}
-				end := min(pos+min(r.window, firstTryWindow), len(text))
-				loc := r.re.FindStringSubmatchIndex(text[pos:end])
-				if loc != nil && pos+loc[1] == end && r.window > firstTryWindow {
-					loc = r.re.FindStringSubmatchIndex(text[pos:min(pos+r.window, len(text))])
-				}
-				if loc == nil {
-					continue
-				}
-				s, e := loc[0], loc[1]
-				if len(loc) >= 4 && loc[2] >= 0 {
-					s, e = loc[2], loc[3]
-				}
-				found = append(found, match{rule: r, start: pos + s, end: pos + e})
-				from = pos + max(loc[1], 1)
-				if limit > 0 && len(found) >= 4*limit {
-					break
-				}
+				from = try(r, pos)
 			}
 		}
 	}
