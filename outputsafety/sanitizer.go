@@ -99,8 +99,17 @@ func (s *Sanitizer) sanitizeString(str string, isKey, underSecret bool, path fun
 	}
 	str, n = redactCredentials(str)
 	rep.Redacted += n
-	findInjections(str, path, rep)
+	findInjections(str, func() string { return s.redactPath(path()) }, rep)
 	return str
+}
+
+// redactPath redacts a finding's path as the output is redacted: the key
+// being visited is in it as the tool wrote it.
+func (s *Sanitizer) redactPath(p string) string {
+	p, _ = s.redactKnown(p)
+	p, _ = redactSessionTokens(p)
+	p, _ = redactCredentials(p)
+	return p
 }
 
 // redactKnown replaces every known secret (in every encoding) in str.
