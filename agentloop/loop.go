@@ -32,6 +32,10 @@ type Runner struct {
 	Model    Model // nil when no model is configured
 	Store    RunStore
 	Log      *slog.Logger // failures no caller sees; nil discards them
+	// Guard is the safety step tool outputs pass before the model, the
+	// run's events and its stored messages see them (safety.go); nil
+	// passes them as they are.
+	Guard OutputGuard
 }
 
 // ErrNoModel is returned by Start when no model is configured.
@@ -281,10 +285,11 @@ func (r *Runner) runTool(ctx context.Context, run *toolgate.Run, step, index int
 	}
 	var res Result
 	var err error
+	var tool Tool
 	if !json.Valid([]byte(args)) {
 		err = toolgate.Errorf(toolgate.EInvalidArgs, "the arguments are not valid JSON: %s", truncate(args, 200))
 	} else {
-		tool := r.Registry.Resolve(name, run.SessionID)
+		tool = r.Registry.Resolve(name, run.SessionID)
 		if d, c := Estimates(tool, json.RawMessage(args)); d > 0 || c > 0 {
 			base.EstimatedDurationMS, base.EstimatedCost = d.Milliseconds(), c
 		}
@@ -294,7 +299,7 @@ func (r *Runner) runTool(ctx context.Context, run *toolgate.Run, step, index int
 			Dispatched:     started,
 			Progress: func(callID string, p json.RawMessage) {
 				ev := base
-				ev.Type, ev.CallID, ev.Progress = EventToolCallProgress, callID, p
+				ev.Type, ev.CallID, ev.Progress = EventToolCallProgress, callID, r.guardProgress(tool, p)
 				emit(ev)
 			},
 		}
@@ -304,21 +309,32 @@ func (r *Runner) runTool(ctx context.Context, run *toolgate.Run, step, index int
 		return toolgate.ChatMessage{}
 	}
 	started(res.Call)
+	// The model, the events and the stored messages see the output after
+	// the safety step; the call record keeps what the tool returned.
+	g := r.guardResult(ctx, tool, run.SessionID, res.Output, err)
 	ev := base
-	ev.Type = EventToolCallFinished
 	if res.Call != nil {
-		ev.CallID, ev.Status, ev.DurationMS = res.Call.ID, string(res.Call.Status), res.Call.DurationMS
+		ev.CallID = res.Call.ID
 	}
-	if err != nil {
-		ev.Error = &toolgate.CallError{Code: toolgate.ErrorCode(err), Message: toolgate.ErrorMessage(err)}
+	if len(g.findings) > 0 {
+		flagged := ev
+		flagged.Type, flagged.Findings = EventToolOutputFlagged, g.findings
+		emit(flagged)
+	}
+	ev.Type, ev.Sanitized = EventToolCallFinished, g.sanitized
+	if res.Call != nil {
+		ev.Status, ev.DurationMS = string(res.Call.Status), res.Call.DurationMS
+	}
+	if g.err != nil {
+		ev.Error = &toolgate.CallError{Code: toolgate.ErrorCode(g.err), Message: toolgate.ErrorMessage(g.err)}
 		if ev.Status == "" {
 			ev.Status = string(toolgate.StatusFailed)
 		}
 	} else {
-		ev.Output = res.Output
+		ev.Output = g.output
 	}
 	emit(ev)
-	return ToolMessage(tc.ID, name, res.Output, err)
+	return g.message(tc.ID, name)
 }
 
 func (r *Runner) finish(ctx context.Context, run *toolgate.Run, output string, emit func(Event)) {

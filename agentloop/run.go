@@ -37,6 +37,11 @@ const (
 	EventRunFailed        = "run_failed"
 )
 
+// EventToolOutputFlagged comes before a tool_call_finished whose output
+// (or error) holds text that tries to pass as instructions: the model is
+// shown it marked as tool data (safety.go).
+const EventToolOutputFlagged = "tool_output_flagged"
+
 // Event is one run event as the loop emits it; the server encodes each
 // once into a toolgate.RunEvent for whoever streams the run. Fields not
 // relevant to a type are left out.
@@ -57,6 +62,12 @@ type Event struct {
 	// Estimates the tool gives for this call, on tool_call_started.
 	EstimatedDurationMS int64   `json:"estimated_duration_ms,omitempty"`
 	EstimatedCost       float64 `json:"estimated_cost,omitempty"`
+	// Findings are the injection attempts found in a tool's output, on
+	// tool_output_flagged.
+	Findings []OutputFinding `json:"findings,omitempty"`
+	// Sanitized says what the safety step changed in the output, on
+	// tool_call_finished; absent when it changed nothing.
+	Sanitized *Sanitized `json:"sanitized,omitempty"`
 	// Run is the run record on run_started, run_finished and run_failed
 	// (without its messages and calls).
 	Run *toolgate.Run `json:"run,omitempty"`

@@ -85,7 +85,7 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 			e.posts.mute(req.Extra)
 			return nil, errRequestCancelled
 		}
-		return resultOf(ended), nil
+		return e.guardedResultOf(ctx, ended), nil
 	}
 }
 
@@ -158,7 +158,8 @@ func refusal(err error) (*mcp.CallToolResult, error) {
 // resultOf maps an ended call: completed gives its output as text (a
 // string as itself, anything else as compact JSON) and, when the output
 // is a JSON object, as structuredContent; any other end gives isError with
-// "CODE: message" and {"error": {code, message, details}}.
+// "CODE: message" and {"error": {code, message, details}}. The call's
+// output has passed the safety step first (safety.go).
 func resultOf(c *toolgate.Call) *mcp.CallToolResult {
 	meta := mcp.Meta{MetaCallID: c.ID, MetaStatus: string(c.Status)}
 	if c.Status != toolgate.StatusCompleted {

@@ -21,8 +21,9 @@
 //
 // A tools/call becomes a toolgate call like any other (Engine.CreateCall,
 // then Engine.WaitCallProgress): the same validation, hooks, approval, rate
-// limits, durability and history. Its end maps onto MCP's result
-// (calls.go); progress reports become notifications/progress when the host
+// limits, durability and history. Its end passes the gateway's safety
+// step when the Engine offers one (OutputGuard, safety.go) and maps onto
+// MCP's result (calls.go); progress reports become notifications/progress when the host
 // sent a progress token; a host that gives up on the request cancels the
 // call (the client gets call_cancelled).
 //

@@ -80,6 +80,8 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		feeds:    map[string]*runFeed{},
 		imports:  imports,
 	}
+	// Tool outputs pass the safety step before a model sees them.
+	a.Runner.Guard = newOutputGuard(e, cfg)
 	claim := a.claimOrphanRuns
 	e.onOrphanRuns.Store(&claim)
 	return a, nil

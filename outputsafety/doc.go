@@ -1,0 +1,49 @@
+// Package outputsafety is the safety step a tool's output passes before a
+// model sees it: secrets redacted, text that tries to pass as instructions
+// found and reported so that the caller can mark the output as tool data.
+//
+// A Sanitizer walks the output as JSON — every string, object keys
+// included — and keeps its shape: a value still parses, an object keeps
+// its members in order, only the text inside strings changes. It
+// redacts, in this order:
+//
+//   - The known secrets it was built with (New): the gateway's agent key,
+//     the model's API key, the client key. Each is also found in the
+//     encodings a tool could hand it on in without meaning to hide it:
+//     URL-escaped, hex, and base64 (standard and URL alphabets, at every
+//     alignment, so the secret is found inside a longer base64 text such
+//     as an HTTP Basic credential). A secret shorter than MinSecretLength
+//     is ignored: redacting it would redact ordinary words.
+//   - The gateway's session tokens (tgs_ and 43 base64url characters),
+//     found by their shape: the gateway keeps only their hashes.
+//   - Values that look like credentials (ModeFull only): OpenAI-style keys (sk-…), AWS access key ids (AKIA…,
+//     ASIA…), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_),
+//     Slack tokens (xox[abprs]-…), Google API keys (AIza…), JSON Web
+//     Tokens (eyJ….eyJ….…), PEM private key blocks, the credential of an
+//     "Authorization: Bearer/Basic …" text, password=…/"password": "…"
+//     style pairs, and the string values of object members whose key
+//     names a secret (password, secret, token, api_key, authorization,
+//     private_key, access_key, credentials, cookie … as the key's last
+//     word, so "token_type" or "password_hint" are left alone).
+//
+// A redacted value becomes [REDACTED:NAME] for a known secret (its name,
+// e.g. agent_key) and [REDACTED:credential] for a pattern.
+//
+// Then, in ModeFull, it looks for injection attempts in the redacted
+// text: phrases that address the model rather than describe data
+// ("ignore previous instructions", "you are now", "do not tell the
+// user", "call the tool …"), role markers at line starts ("system:",
+// "### Instruction"), chat-template tokens (<|im_start|>, [INST],
+// <</SYS>>) and fake tool-result closers (</tool_result>,
+// </function_results>). The search runs on a normalised copy of each
+// string — lowercase, zero-width and other format characters dropped,
+// fullwidth letters and common Cyrillic/Greek look-alikes folded to
+// ASCII, runs of spaces folded to one — so those cheap dodges do not hide
+// a phrase. Each finding names its pattern, where it is (a JSON path such
+// as $.results[2].text) and a short excerpt of the redacted text.
+//
+// The cost is linear in the output: one pass over the JSON, a few
+// strings.Index scans per known secret and a fixed set of regular
+// expressions (Go's RE2, linear time) over each string. The findings
+// kept per output are bounded (MaxFindings).
+package outputsafety

@@ -1,0 +1,289 @@
+package outputsafety
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// needle is one text to redact wherever it appears: a known secret or
+// one of its encodings.
+type needle struct {
+	text string
+	name string
+}
+
+// secretNeedles returns the known secrets and their encodings, longest
+// first (a longer text is replaced before a shorter one inside it).
+func secretNeedles(secrets []Secret) []needle {
+	seen := map[string]bool{}
+	var out []needle
+	add := func(text, name string) {
+		if len(text) >= MinSecretLength && !seen[text] {
+			seen[text] = true
+			out = append(out, needle{text: text, name: name})
+		}
+	}
+	for _, sec := range secrets {
+		if len(sec.Value) < MinSecretLength {
+			continue
+		}
+		name := sec.Name
+		if name == "" {
+			name = "secret"
+		}
+		add(sec.Value, name)
+		add(url.QueryEscape(sec.Value), name)
+		add(url.PathEscape(sec.Value), name)
+		add(hex.EncodeToString([]byte(sec.Value)), name)
+		add(strings.ToUpper(hex.EncodeToString([]byte(sec.Value))), name)
+		for _, core := range base64Cores(sec.Value) {
+			add(core, name)
+			add(strings.NewReplacer("+", "-", "/", "_").Replace(core), name)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].text) > len(out[j].text) })
+	return out
+}
+
+// base64Cores returns, for each of the three alignments the secret can
+// have inside a longer base64 text (such as the "user:key" of an HTTP
+// Basic credential), the characters of its encoding that depend on the
+// secret's bytes alone: whatever surrounds the secret, its base64 holds
+// one of them.
+func base64Cores(secret string) []string {
+	var cores []string
+	for align := 0; align < 3; align++ {
+		buf := make([]byte, align, align+len(secret))
+		buf = append(buf, secret...)
+		enc := base64.RawStdEncoding.EncodeToString(buf)
+		start := (8*align + 5) / 6           // the first character with no bit of the prefix
+		end := 8 * (align + len(secret)) / 6 // past the last character made of whole secret bits
+		if end > start {
+			cores = append(cores, enc[start:end])
+		}
+	}
+	return cores
+}
+
+// secretWords are the words that make an object member's key name a
+// secret when the key ends with one of them ("github_token",
+// "clientSecret", "X-Api-Key", "set-cookie"); "token_type" or
+// "password_hint" end with another word and are left alone.
+var secretWords = map[string]bool{
+	"password": true, "passwords": true, "passwd": true, "passphrase": true, "pwd": true,
+	"secret": true, "secrets": true, "token": true, "tokens": true,
+	"apikey": true, "apikeys": true, "authorization": true, "auth": true,
+	"privatekey": true, "accesskey": true, "secretkey": true, "signingkey": true,
+	"credential": true, "credentials": true, "cookie": true, "cookies": true,
+	"sessionid": true, "sessionkey": true, "clientkey": true, "agentkey": true,
+}
+
+// namesSecret reports whether an object key names a secret: its last word,
+// or its last two words joined ("api_key" → "apikey"), is a secret word.
+func namesSecret(key string) bool {
+	words := keyWords(key)
+	n := len(words)
+	if n == 0 {
+		return false
+	}
+	if secretWords[words[n-1]] {
+		return true
+	}
+	return n >= 2 && secretWords[words[n-2]+words[n-1]]
+}
+
+// keyWords splits a key into lowercase words at punctuation, spaces and
+// camelCase humps.
+func keyWords(key string) []string {
+	if len(key) > 64 {
+		return nil // not a field name
+	}
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	prevLower := false
+	for _, r := range key {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if unicode.IsUpper(r) && prevLower {
+				flush()
+			}
+			cur = append(cur, r)
+			prevLower = unicode.IsLower(r) || unicode.IsDigit(r)
+		default:
+			flush()
+			prevLower = false
+		}
+	}
+	flush()
+	return words
+}
+
+// tokenRules match values that are credentials by their shape alone;
+// each match is redacted whole. PEM private key blocks are found by
+// redactPEM.
+var tokenRules = []rule{
+	newRule("openai_key", `sk-[A-Za-z0-9_-]{20,}`, 512, "sk-"),
+	newRule("aws_access_key_id", `(?:AKIA|ASIA)[A-Z0-9]{16}\b`, 32, "AKIA", "ASIA"),
+	newRule("github_token", `gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}`, 512, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+	newRule("slack_token", `xox[abprs]-[A-Za-z0-9-]{10,}`, 512, "xox"),
+	newRule("google_api_key", `AIza[0-9A-Za-z_-]{35}`, 64, "AIza"),
+	newRule("jwt", `eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`, 16<<10, "eyJ"),
+}
+
+// sessionTokenRule matches the gateway's own session tokens ("tgs_" and
+// 43 base64url characters, server/sessions.go). The gateway keeps only
+// their hashes, so they are found by their shape, in every mode: they
+// are the gateway's secrets as much as its agent key is.
+var sessionTokenRule = []rule{newRule("session_token", `tgs_[A-Za-z0-9_-]{40,}`, 128, "tgs_")}
+
+// redactSessionTokens replaces the session tokens in str.
+func redactSessionTokens(str string) (string, int) {
+	if !strings.Contains(str, "tgs_") {
+		return str, 0
+	}
+	return replaceMatches(str, findAll(sessionTokenRule, nil, str, 0), "session_token", func(match) bool { return true })
+}
+
+// pairRules match a credential named by what precedes it; the first
+// group is redacted, the name kept. They run on the text with its ASCII
+// letters lowercased.
+var pairRules = []rule{
+	// password=…, "api_key": "…", token: …
+	newRule("named_value", `(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?access[_-]?key|`+
+		`access[_-]?token|refresh[_-]?token|auth[_-]?token|session[_-]?token|private[_-]?key|token)["']?\s*[:=]\s*["']?([^\s"'<>,;&\[\]{}]{4,})`, 512,
+		"password", "passwd", "pwd", "passphrase", "secret", "client", "api", "access", "refresh", "auth", "session", "private", "token"),
+	// Authorization: Bearer …
+	newRule("authorization", `authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?([^\s"'<>,;\[\]{}]{8,})`, 4096, "authorization"),
+	// a bare Bearer or Basic credential (kept unless it mixes letters and digits)
+	newRule("bearer", `(?:bearer|basic)\s+([a-z0-9._~+/-]{16,}=*)`, 4096, "bearer", "basic"),
+	// the password of a URL, scheme://user:password@host
+	{name: "url_password", anchors: []string{"://"}, re: regexp.MustCompile(`^://[^/\s:@]+:([^/\s@]{3,})@`), window: 512},
+}
+
+// redactCredentials replaces the values that look like credentials.
+func redactCredentials(str string) (string, int) {
+	if !mayHoldCredential(str) {
+		return str, 0
+	}
+	str, n := redactPEM(str)
+	str, k := replaceMatches(str, findAll(tokenRules, nil, str, 0), "credential", func(m match) bool {
+		return m.rule.name != "openai_key" || looksRandom(str[m.start+3:m.end]) // "sk-learn-…" is a word
+	})
+	n += k
+	str, k = replaceMatches(str, findAll(pairRules, nil, asciiLower(str), 0), "credential", func(m match) bool {
+		return m.rule.name != "bearer" || looksRandom(str[m.start:m.end]) // "Basic information…"
+	})
+	return str, n + k
+}
+
+// replaceMatches replaces the matches keep accepts with the placeholder
+// of name.
+func replaceMatches(str string, ms []match, name string, keep func(match) bool) (string, int) {
+	var b strings.Builder
+	last, n := 0, 0
+	for _, m := range ms {
+		if !keep(m) {
+			continue
+		}
+		b.WriteString(str[last:m.start])
+		b.WriteString(placeholder(name))
+		last = m.end
+		n++
+	}
+	if n == 0 {
+		return str, 0
+	}
+	b.WriteString(str[last:])
+	return b.String(), n
+}
+
+// pemHeader and pemFooter are the lines around a PEM private key.
+var (
+	pemHeader = regexp.MustCompile(`^-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----`)
+	pemFooter = regexp.MustCompile(`^-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----`)
+	pemBody   = regexp.MustCompile(`^[A-Za-z0-9+/=\s:,-]*`)
+)
+
+// maxPEMBlock bounds the text between a private key's header and footer.
+const maxPEMBlock = 32 << 10
+
+// redactPEM replaces PEM private key blocks, header to footer, or header
+// and the base64 after it when the footer is missing.
+func redactPEM(str string) (string, int) {
+	if !strings.Contains(str, "-----BEGIN ") {
+		return str, 0
+	}
+	var ms []match
+	nextEnd := -1 // the next "-----END " at or after the search, found once
+	for from := 0; ; {
+		k := strings.Index(str[from:], "-----BEGIN ")
+		if k < 0 {
+			break
+		}
+		pos := from + k
+		h := pemHeader.FindStringIndex(str[pos:min(pos+64, len(str))])
+		if h == nil {
+			from = pos + 1
+			continue
+		}
+		body := pos + h[1]
+		if nextEnd < body {
+			nextEnd = len(str)
+			if e := strings.Index(str[body:], "-----END "); e >= 0 {
+				nextEnd = body + e
+			}
+		}
+		end := body + pemBody.FindStringIndex(str[body:min(body+maxPEMBlock, len(str))])[1]
+		if nextEnd-body <= maxPEMBlock && nextEnd < len(str) {
+			if f := pemFooter.FindStringIndex(str[nextEnd:min(nextEnd+64, len(str))]); f != nil {
+				end = nextEnd + f[1]
+			}
+		}
+		ms = append(ms, match{start: pos, end: end})
+		from = max(end, pos+1)
+	}
+	return replaceMatches(str, ms, "credential", func(match) bool { return true })
+}
+
+// looksRandom reports whether s mixes letters and digits, as generated
+// keys do and words do not.
+func looksRandom(s string) bool {
+	letter, digit := false, false
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digit = true
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+			letter = true
+		}
+	}
+	return letter && digit
+}
+
+// mayHoldCredential is a cheap first look: every pattern needs one of
+// these, so most short texts skip the rest.
+func mayHoldCredential(str string) bool {
+	return len(str) >= 8 && (strings.ContainsAny(str, "_-=:") || strings.Contains(str, "AKIA") || strings.Contains(str, "ASIA") ||
+		strings.Contains(str, "AIza") || containsFold(str, "bearer") || containsFold(str, "basic"))
+}
+
+// containsFold reports whether s holds sub (ASCII lowercase) in any case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}

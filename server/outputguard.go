@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/mcpserve"
+	"github.com/toolgate/toolgate/outputsafety"
+)
+
+// The engine passes MCP calls' results through the safety step.
+var _ mcpserve.OutputGuard = (*Engine)(nil)
+
+// outputGuard is the agent loop's safety step (agentloop.OutputGuard)
+// made of an outputsafety.Sanitizer.
+type outputGuard struct{ s *outputsafety.Sanitizer }
+
+// newOutputGuard builds the safety step with the secrets the gateway
+// knows: the agent key (configured, or the one the engine read or
+// generated; it changes only at a restart), the model's API key, the
+// client key, and the passwords in the database URL and the imported MCP
+// servers' URLs.
+func newOutputGuard(e *Engine, cfg Config) outputGuard {
+	secrets := []outputsafety.Secret{
+		{Name: "agent_key", Value: e.AgentKey()},
+		{Name: "llm_api_key", Value: cfg.LLMAPIKey},
+		{Name: "client_key", Value: cfg.ClientKey},
+		{Name: "database_password", Value: urlPassword(cfg.DBPath)},
+	}
+	for _, m := range cfg.MCPServers {
+		secrets = append(secrets, outputsafety.Secret{Name: "mcp_server_password", Value: urlPassword(m.Target)})
+	}
+	return outputGuard{outputsafety.New(secrets...)}
+}
+
+// urlPassword is the password in a URL's user information, "" when none.
+func urlPassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
+}
+
+// GuardOutput implements agentloop.OutputGuard.
+func (g outputGuard) GuardOutput(tool string, output json.RawMessage, full bool) agentloop.GuardedOutput {
+	mode := outputsafety.ModeFull
+	if !full {
+		mode = outputsafety.ModeSecretsOnly
+	}
+	out, rep := g.s.Sanitize(output, mode)
+	res := agentloop.GuardedOutput{Output: out, Redacted: rep.Redacted}
+	for _, f := range rep.Findings {
+		res.Findings = append(res.Findings, agentloop.OutputFinding(f))
+	}
+	if rep.Flagged() {
+		res.Notice = outputsafety.Notice(tool, rep)
+	}
+	return res
+}
+
+// GuardCallResult implements mcpserve.OutputGuard: a call made through
+// the MCP endpoint passes the same safety step as a run's, before the
+// host hands its result to its model. The call record keeps the raw
+// output.
+func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve.GuardedCall {
+	full := e.needsSanitization(ctx, c.SessionID, c.Tool)
+	g := newOutputGuard(e, e.cfg)
+	out := *c
+	var findings []agentloop.OutputFinding
+	var notice string
+	if len(c.Output) > 0 {
+		res := g.GuardOutput(c.Tool, c.Output, full)
+		out.Output, findings, notice = res.Output, res.Findings, res.Notice
+	}
+	if c.Error != nil {
+		// The message and details a client wrote, as the agent loop
+		// guards them ({"error": {message, details}}).
+		raw, _ := json.Marshal(map[string]any{"error": map[string]any{"message": c.Error.Message, "details": c.Error.Details}})
+		res := g.GuardOutput(c.Tool, raw, full)
+		var back struct {
+			Error struct {
+				Message string          `json:"message"`
+				Details json.RawMessage `json:"details"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(res.Output, &back) == nil {
+			ce := *c.Error
+			ce.Message, ce.Details = back.Error.Message, back.Error.Details
+			if string(ce.Details) == "null" {
+				ce.Details = nil
+			}
+			out.Error = &ce
+		}
+		findings = append(findings, res.Findings...)
+		if notice == "" {
+			notice = res.Notice
+		}
+	}
+	gc := mcpserve.GuardedCall{Call: &out, Notice: notice}
+	if len(findings) > 0 {
+		gc.Findings, _ = json.Marshal(findings)
+	}
+	return gc
+}
+
+// needsSanitization reports whether the output of tool (of session sid,
+// "" for a tool called without a session) passes the whole safety step:
+// its spec's requires_sanitization, else the default for where it runs
+// (toolgate.NeedsSanitization). A tool no longer listed passes it.
+func (e *Engine) needsSanitization(ctx context.Context, sid, tool string) bool {
+	var infos []toolgate.ToolInfo
+	if sid == "" {
+		infos = e.GatewayTools()
+	} else {
+		infos, _ = e.ListTools(ctx, sid)
+	}
+	for _, info := range infos {
+		if info.Name == tool {
+			return toolgate.NeedsSanitization(info.ToolSpec, info.Source)
+		}
+	}
+	return true
+}
