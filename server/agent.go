@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/mcpimport"
+	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -31,6 +32,9 @@ type Agent struct {
 	// imports are the imported MCP servers' tool sets, in the registry;
 	// their connection loops run from startImports to stopImports.
 	imports []*mcpimport.Server
+	// sandbox is the sandboxed tools' set (nil without --sandbox-dir), in
+	// the registry; stopImports closes it.
+	sandbox *sandbox.ToolSet
 
 	mu    sync.Mutex
 	feeds map[string]*runFeed // runs going on, by id
@@ -66,6 +70,10 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		}
 		model = m
 	}
+	sandboxed, err := openSandbox(reg, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{
 		Registry: reg,
 		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.st, now: e.now}, Log: log},
@@ -74,6 +82,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		limits:   newRunLimits(cfg),
 		feeds:    map[string]*runFeed{},
 		imports:  imports,
+		sandbox:  sandboxed,
 	}
 	claim := a.claimOrphanRuns
 	e.onOrphanRuns.Store(&claim)
@@ -116,6 +125,9 @@ func (a *Agent) stopImports() {
 		wg.Go(func() { s.Close() })
 	}
 	wg.Wait()
+	if a.sandbox != nil {
+		a.sandbox.Close()
+	}
 }
 
 // resume continues the runs and built-in calls a stopped process left
