@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -262,4 +264,27 @@ func TestMemoryBudgetBoundsCalls(t *testing.T) {
 		t.Fatalf("a call past the memory budget: %v; want it to wait until its deadline", err)
 	}
 	<-done
+}
+
+// TestOwnScratchRoot: without Options.ScratchDir the set makes its own
+// directory in the system's temporary directory for its calls' scratch
+// directories, and Close removes it.
+func TestOwnScratchRoot(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	set := openSet(t, func(o *sandbox.Options) { o.ScratchDir = "" }, func(dir string) {
+		sandboxtest.Install(t, dir, "scratch", "scratch", spec)
+	})
+	if _, err := set.call(t, "scratch", `{"text": "x"}`, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), "toolgate-sandbox-") {
+		t.Fatalf("the temporary directory holds %v; want the set's scratch root", entries)
+	}
+	emptyDir(t, filepath.Join(tmp, entries[0].Name()))
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	emptyDir(t, tmp)
 }

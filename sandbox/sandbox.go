@@ -70,7 +70,8 @@ type Options struct {
 	// it in memory only.
 	CacheDir string
 	// ScratchDir is where each call's scratch directory is made; empty is
-	// the system's temporary directory.
+	// a directory of the set's own in the system's temporary directory,
+	// removed by Close.
 	ScratchDir string
 	// Poll is how often Dir is looked at for changes (default
 	// DefaultPoll); negative never (a test calls Scan).
@@ -95,11 +96,12 @@ type Options struct {
 // ToolSet is the tools of a sandbox directory, an agentloop.ToolSet
 // without a name prefix.
 type ToolSet struct {
-	opts    Options
-	cache   wazero.CompilationCache
-	runtime wazero.Runtime
-	memory  *semaphore.Weighted // MiB of memory limits of the calls running
-	slots   chan struct{}       // one per call running
+	opts       Options
+	cache      wazero.CompilationCache
+	runtime    wazero.Runtime
+	ownScratch string              // the scratch root Open made (Options.ScratchDir unset), removed by Close
+	memory     *semaphore.Weighted // MiB of memory limits of the calls running
+	slots      chan struct{}       // one per call running
 
 	scanMu sync.Mutex // one scan at a time
 	failed map[string]failure
@@ -154,11 +156,20 @@ func Open(opts Options) (*ToolSet, error) {
 		modules: map[string]*module{},
 		done:    make(chan struct{}),
 	}
+	if s.opts.ScratchDir == "" {
+		if s.opts.ScratchDir, err = os.MkdirTemp("", "toolgate-sandbox-"); err != nil {
+			return nil, fmt.Errorf("sandbox: make the scratch directory: %w", err)
+		}
+		s.ownScratch = s.opts.ScratchDir
+	}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.cache = openCache(opts.CacheDir, opts.Log)
 	if s.runtime, err = newRuntime(s.life, s.cache); err != nil {
 		s.stop()
 		_ = s.cache.Close(context.Background())
+		if s.ownScratch != "" {
+			_ = os.RemoveAll(s.ownScratch)
+		}
 		return nil, err
 	}
 	s.Scan()
@@ -238,7 +249,11 @@ func (s *ToolSet) Close() error {
 	for _, m := range modules {
 		m.retire()
 	}
-	return errors.Join(s.runtime.Close(context.Background()), s.cache.Close(context.Background()))
+	err := errors.Join(s.runtime.Close(context.Background()), s.cache.Close(context.Background()))
+	if s.ownScratch != "" {
+		err = errors.Join(err, os.RemoveAll(s.ownScratch))
+	}
+	return err
 }
 
 // changed tells the watchers that the tools changed.

@@ -46,15 +46,13 @@ func (b *scratchBudget) charge(n int64) bool {
 }
 
 // newScratchDir makes a fresh, empty directory for one call under root
-// (the system's temporary directory when root is empty); the caller
+// (made again if a temporary-file cleaner removed it); the caller
 // removes it after the call.
 func newScratchDir(root string) (string, error) {
-	if root != "" {
-		if err := os.MkdirAll(root, 0o700); err != nil {
-			return "", err
-		}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", err
 	}
-	return os.MkdirTemp(root, "toolgate-sandbox-*")
+	return os.MkdirTemp(root, "call-*")
 }
 
 // scratchFS is the module's whole file system: the call's scratch

@@ -24,6 +24,10 @@ import (
 	"testing"
 )
 
+// base is the system's temporary directory when the test binary started
+// (a test may change TMPDIR).
+var base = os.TempDir()
+
 var (
 	buildOnce sync.Once
 	builtDir  string
@@ -32,7 +36,7 @@ var (
 
 // CacheDir is the wazero compilation cache the tests share.
 func CacheDir() string {
-	return filepath.Join(os.TempDir(), "toolgate-sandboxtest-wazero-cache")
+	return filepath.Join(base, "toolgate-sandboxtest-wazero-cache")
 }
 
 // Modules returns the directory holding NAME.wasm for every test module,
@@ -75,11 +79,11 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(os.TempDir(), "toolgate-sandboxtest-"+hash)
+	dir := filepath.Join(base, "toolgate-sandboxtest-"+hash)
 	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
 		return dir, nil
 	}
-	tmp, err := os.MkdirTemp(os.TempDir(), "toolgate-sandboxtest-build-")
+	tmp, err := os.MkdirTemp(base, "toolgate-sandboxtest-build-")
 	if err != nil {
 		return "", err
 	}
