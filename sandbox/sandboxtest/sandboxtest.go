@@ -90,7 +90,7 @@ func build() (string, error) {
 	defer os.RemoveAll(tmp)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("the Go toolchain is needed to build the test modules: %w", err)
 	}
 	args := []string{"build", "-o", tmp + string(filepath.Separator)}
 	for _, name := range names {
