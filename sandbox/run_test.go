@@ -193,7 +193,26 @@ func TestFailingModules(t *testing.T) {
 	if stderr, _ := te.Details["stderr"].(string); !strings.Contains(stderr, "goroutine 1") {
 		t.Fatalf("the panic's stack is not in the details: %q", stderr)
 	}
+
+	// A module (not Go's) whose _start traps at once.
+	writeFile(t, filepath.Join(set.dir, "trap.wasm"), trapModule)
+	writeFile(t, filepath.Join(set.dir, "trap.json"), spec)
+	set.Scan()
+	_, err = set.call(t, "trap", `{}`, 10*time.Second)
+	te = toolError(t, err, sandbox.CodeToolError)
+	if !strings.HasPrefix(te.Message, "sandboxed tool trap crashed: wasm error: unreachable") {
+		t.Fatalf("a trapping module: %q %v", te.Message, te.Details)
+	}
 }
+
+// trapModule is a WASI command written by hand: one page of memory
+// (exported), and a _start that executes unreachable.
+const trapModule = "\x00asm\x01\x00\x00\x00" +
+	"\x01\x04\x01\x60\x00\x00" + // types: () -> ()
+	"\x03\x02\x01\x00" + // functions: one of type 0
+	"\x05\x03\x01\x00\x01" + // memory: min 1 page
+	"\x07\x13\x02\x06_start\x00\x00\x06memory\x02\x00" + // exports
+	"\x0a\x05\x01\x03\x00\x00\x0b" // code: unreachable, end
 
 // TestConcurrentCalls: calls of one tool run at once, each in its own
 // instance; past MaxConcurrent a call waits for room within its deadline.

@@ -118,7 +118,8 @@ func (a *Agent) startImports() {
 
 // stopImports stops the connection loops, all at once (a command may take
 // its grace period to exit): sessions closed, commands' process groups
-// ended. Close calls it after the engine stopped.
+// ended; then the sandboxed tools' watcher and runtime. Close calls it
+// after the engine stopped.
 func (a *Agent) stopImports() {
 	var wg sync.WaitGroup
 	for _, s := range a.imports {
