@@ -30,13 +30,14 @@ postgres:
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; }
 
 # The packages whose goroutines share state (the store's writer, the engine,
-# the stream hub, the SDK, the MCP endpoint and the MCP importer) under the race detector, which needs cgo: gcc is
+# the stream hub, the SDK, the MCP endpoint, the MCP importer and the sandbox, whose tests
+# take about 30 s under -race) under the race detector, which needs cgo: gcc is
 # installed with apt-get (with the C library headers it links against) when
 # missing.
 race: postgres
 	@command -v gcc >/dev/null 2>&1 || { echo "race: installing gcc with apt-get"; \
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev; }
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./handlers ./mobile ./agentloop ./mcpserve ./mcpimport ./cmd/toolgate
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./store ./server ./handlers ./mobile ./agentloop ./mcpserve ./mcpimport ./sandbox ./cmd/toolgate
 
 # Runs each fuzz target for a while: go test fuzzes one target of one
 # package per invocation. Their committed corpora (testdata/fuzz/) also run

@@ -18,12 +18,13 @@ type RemoteDirectory interface {
 }
 
 // Registry knows every tool and where it runs: the built-in tools, held
-// here; the tool sets (an imported MCP server's tools, toolset.go), asked
-// live; and the remote tools of each session, read live from the engine
-// (so a session's tools are gone the moment it closes or expires, and
-// nothing here can drift from what the gateway has stored). It refuses a
-// remote tool that would shadow a built-in one or take a tool set's
-// prefix, and hands the loop the tools one session's run may use.
+// here; the tool sets (an imported MCP server's tools, a sandbox
+// directory's: toolset.go), asked live; and the remote tools of each
+// session, read live from the engine (so a session's tools are gone the
+// moment it closes or expires, and nothing here can drift from what the
+// gateway has stored). It refuses a remote tool that would shadow a
+// built-in one, take a tool set's prefix or a sandboxed tool's name, and
+// hands the loop the tools one session's run may use.
 type Registry struct {
 	hooks *Hooks
 
@@ -32,7 +33,7 @@ type Registry struct {
 	names      []string // built-in names, sorted
 	remote     RemoteDirectory
 	dispatcher Dispatcher
-	sets       []ToolSet // by prefix, none a prefix of another
+	sets       []ToolSet // in the order added; no prefix a prefix of another
 	watchers   []func()  // told of the sets' changes (OnChange)
 }
 
@@ -113,7 +114,7 @@ func (r *Registry) List() []toolgate.ToolInfo {
 	}
 	for _, ts := range r.sets {
 		source, online := ts.Source(), ts.Online()
-		for _, t := range ts.Tools() {
+		for _, t := range r.claimedTools(ts) {
 			out = append(out, toolgate.ToolInfo{ToolSpec: Spec(t), Source: source, Online: online})
 		}
 	}
@@ -122,8 +123,9 @@ func (r *Registry) List() []toolgate.ToolInfo {
 }
 
 // CheckRemote decides whether a client may register spec: it must not
-// shadow a built-in tool nor take a tool set's prefix (CONFLICT), and it
-// must pass every registration rule (the tool-name policy among them).
+// shadow a built-in tool, take a tool set's prefix nor the name of a
+// sandboxed tool listed now (CONFLICT), and it must pass every
+// registration rule (the tool-name policy among them).
 func (r *Registry) CheckRemote(sessionID string, spec toolgate.ToolSpec) error {
 	r.mu.RLock()
 	_, builtin := r.builtins[spec.Name]
@@ -132,8 +134,14 @@ func (r *Registry) CheckRemote(sessionID string, spec toolgate.ToolSpec) error {
 	if builtin {
 		return toolgate.Errorf(toolgate.EConflict, "name is taken by a built-in tool")
 	}
-	if set != nil {
+	switch {
+	case set == nil:
+	case set.Prefix() != "":
 		return toolgate.Errorf(toolgate.EConflict, "names starting with %q are the tools of the imported MCP server %q", set.Prefix(), set.Source().Server)
+	case set.Source().Kind == toolgate.SourceSandbox:
+		return toolgate.Errorf(toolgate.EConflict, "name is taken by a sandboxed tool")
+	default:
+		return toolgate.Errorf(toolgate.EConflict, "name is taken by a tool of the gateway (%s)", set.Source().Kind)
 	}
 	return r.hooks.CheckRegistration(sessionID, spec)
 }
@@ -154,7 +162,7 @@ func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, erro
 		if !ts.Online() {
 			continue
 		}
-		for _, t := range ts.Tools() {
+		for _, t := range r.claimedTools(ts) {
 			tools = append(tools, setToolThroughGateway(t, ts.Source(), d))
 		}
 	}

@@ -11,12 +11,17 @@ import (
 
 // ToolSet is a group of tools called without a session whose members come
 // and go while the gateway runs: the tools of an imported MCP server
-// (--mcp-server NAME=…). The registry lists them with the built-in tools,
-// the engine stores and runs their calls as it does a built-in tool's, and
-// the agent loop offers them to the model while the set is online.
+// (--mcp-server NAME=…), named under a prefix, or the sandboxed tools of
+// a directory (--sandbox-dir), named plainly. The registry lists them with
+// the built-in tools, the engine stores and runs their calls as it does a
+// built-in tool's, and the agent loop offers them to the model while the
+// set is online.
 type ToolSet interface {
 	// Prefix starts the name of every tool of the set ("NAME__"). No other
-	// tool, built-in or remote, may have a name that starts with it.
+	// tool, built-in or remote, may have a name that starts with it. A set
+	// without a prefix ("") claims exactly the names it lists now, except
+	// one a built-in tool has or one inside another set's prefix (see
+	// Registry.CheckSetToolName), which the registry leaves out.
 	Prefix() string
 	// Source is where the set's tools come from, as GET /api/tools shows.
 	Source() toolgate.ToolSource
@@ -59,31 +64,109 @@ func ReportProgress(ctx context.Context, progress json.RawMessage) {
 	}
 }
 
-// AddToolSet adds a set of tools to the registry. Its prefix must be new
-// and must not start any built-in tool's name, nor be a prefix of another
-// set's (or the other way round).
+// AddToolSet adds a set of tools to the registry. A prefix must be new,
+// must not start any built-in tool's name, nor be a prefix of another
+// set's (or the other way round). A set without a prefix is checked name
+// by name instead, whenever it is read (claimsLocked).
 func (r *Registry) AddToolSet(ts ToolSet) error {
 	prefix := ts.Prefix()
-	if prefix == "" {
-		return fmt.Errorf("a tool set needs a name prefix")
-	}
 	r.mu.Lock()
-	for _, name := range r.names {
-		if strings.HasPrefix(name, prefix) {
-			r.mu.Unlock()
-			return fmt.Errorf("tool set %q: built-in tool %s has its prefix", prefix, name)
+	if prefix != "" {
+		for _, name := range r.names {
+			if strings.HasPrefix(name, prefix) {
+				r.mu.Unlock()
+				return fmt.Errorf("tool set %q: built-in tool %s has its prefix", prefix, name)
+			}
 		}
-	}
-	for _, other := range r.sets {
-		if p := other.Prefix(); strings.HasPrefix(p, prefix) || strings.HasPrefix(prefix, p) {
-			r.mu.Unlock()
-			return fmt.Errorf("tool set %q: its prefix overlaps that of %q", prefix, p)
+		for _, other := range r.sets {
+			p := other.Prefix()
+			if p != "" && (strings.HasPrefix(p, prefix) || strings.HasPrefix(prefix, p)) {
+				r.mu.Unlock()
+				return fmt.Errorf("tool set %q: its prefix overlaps that of %q", prefix, p)
+			}
 		}
 	}
 	r.sets = append(r.sets, ts)
 	r.mu.Unlock()
 	ts.Watch(r.setChanged)
 	return nil
+}
+
+// CheckSetToolName says whether a tool set without a prefix may list a
+// tool of that name: not when a built-in tool has it (CONFLICT) or it
+// starts with a set's prefix (CONFLICT). A sandbox directory asks before
+// it lists a module, to log why one is left out.
+func (r *Registry) CheckSetToolName(name string) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.nameFreeLocked(name)
+}
+
+// nameFreeLocked is CheckSetToolName with r.mu held.
+func (r *Registry) nameFreeLocked(name string) error {
+	if _, ok := r.builtins[name]; ok {
+		return toolgate.Errorf(toolgate.EConflict, "a built-in tool has the name %s", name)
+	}
+	for _, ts := range r.sets {
+		if p := ts.Prefix(); p != "" && strings.HasPrefix(name, p) {
+			return toolgate.Errorf(toolgate.EConflict, "names starting with %q are the tools of the imported MCP server %q", p, ts.Source().Server)
+		}
+	}
+	return nil
+}
+
+// claimsLocked reports whether the tool t, listed by ts, is ts's in the
+// registry: always for a set with a prefix; for a set without one, when
+// its name is free (nameFreeLocked) and no set without a prefix added
+// earlier lists it too. r.mu is held.
+func (r *Registry) claimsLocked(ts ToolSet, name string) bool {
+	if ts.Prefix() != "" {
+		return true
+	}
+	if r.nameFreeLocked(name) != nil {
+		return false
+	}
+	for _, other := range r.sets {
+		if other == ts {
+			return true
+		}
+		if other.Prefix() == "" && listsTool(other, name) {
+			return false
+		}
+	}
+	return false
+}
+
+// listsTool reports whether ts lists a tool of that name now.
+func listsTool(ts ToolSet, name string) bool {
+	_, ok := findTool(ts.Tools(), name)
+	return ok
+}
+
+// findTool returns the tool of that name in tools.
+func findTool(tools []Tool, name string) (Tool, bool) {
+	for _, t := range tools {
+		if t.Name() == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// claimedTools returns the tools of ts the registry lists (claimsLocked);
+// r.mu is held.
+func (r *Registry) claimedTools(ts ToolSet) []Tool {
+	tools := ts.Tools()
+	if ts.Prefix() != "" {
+		return tools
+	}
+	out := tools[:0:0]
+	for _, t := range tools {
+		if r.claimsLocked(ts, t.Name()) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // OnChange makes the registry call fn after any of its tool sets changed
@@ -105,7 +188,7 @@ func (r *Registry) setChanged() {
 }
 
 // SourceOf says where the tool called without a session of that name comes
-// from: the tool set whose prefix starts it, else built in.
+// from: the tool set whose prefix starts it or that lists it, else built in.
 func (r *Registry) SourceOf(name string) toolgate.ToolSource {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -115,11 +198,21 @@ func (r *Registry) SourceOf(name string) toolgate.ToolSource {
 	return toolgate.ToolSource{Kind: toolgate.SourceBuiltin}
 }
 
-// setOfLocked returns the tool set whose prefix starts name; r.mu is held.
+// setOfLocked returns the tool set a tool of that name belongs to: the
+// set whose prefix starts it, else the set without a prefix that claims
+// it now; r.mu is held.
 func (r *Registry) setOfLocked(name string) ToolSet {
 	for _, ts := range r.sets {
-		if strings.HasPrefix(name, ts.Prefix()) {
+		if p := ts.Prefix(); p != "" && strings.HasPrefix(name, p) {
 			return ts
+		}
+	}
+	if _, builtin := r.builtins[name]; builtin {
+		return nil
+	}
+	for _, ts := range r.sets {
+		if ts.Prefix() == "" && listsTool(ts, name) {
+			return ts // the first that lists it claims it (claimsLocked)
 		}
 	}
 	return nil
@@ -132,10 +225,9 @@ func (r *Registry) setToolLocked(name string) (Tool, ToolSet, bool) {
 	if ts == nil {
 		return nil, nil, false
 	}
-	for _, t := range ts.Tools() {
-		if t.Name() == name {
-			return t, ts, true
-		}
+	t, ok := findTool(ts.Tools(), name)
+	if !ok {
+		return nil, ts, false
 	}
-	return nil, ts, false
+	return t, ts, true
 }

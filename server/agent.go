@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/mcpimport"
+	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -31,6 +32,9 @@ type Agent struct {
 	// imports are the imported MCP servers' tool sets, in the registry;
 	// their connection loops run from startImports to stopImports.
 	imports []*mcpimport.Server
+	// sandbox is the sandboxed tools' set (nil without --sandbox-dir), in
+	// the registry; stopImports closes it.
+	sandbox *sandbox.ToolSet
 
 	mu    sync.Mutex
 	feeds map[string]*runFeed // runs going on, by id
@@ -71,6 +75,10 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		}
 		model = m
 	}
+	sandboxed, err := openSandbox(reg, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{
 		Registry: reg,
 		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.st, now: e.now}, Log: log},
@@ -79,6 +87,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		limits:   newRunLimits(cfg),
 		feeds:    map[string]*runFeed{},
 		imports:  imports,
+		sandbox:  sandboxed,
 	}
 	// Tool outputs pass the safety step before a model sees them.
 	a.Runner.Guard = newOutputGuard(e, cfg)
@@ -116,13 +125,17 @@ func (a *Agent) startImports() {
 
 // stopImports stops the connection loops, all at once (a command may take
 // its grace period to exit): sessions closed, commands' process groups
-// ended. Close calls it after the engine stopped.
+// ended; then the sandboxed tools' watcher and runtime. Close calls it
+// after the engine stopped.
 func (a *Agent) stopImports() {
 	var wg sync.WaitGroup
 	for _, s := range a.imports {
 		wg.Go(func() { s.Close() })
 	}
 	wg.Wait()
+	if a.sandbox != nil {
+		a.sandbox.Close()
+	}
 }
 
 // resume continues the runs and built-in calls a stopped process left

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -173,6 +174,13 @@ type Config struct {
 	// otherwise.
 	SandboxDir string
 	HTTPAllow  []string
+	// SandboxCacheDir keeps the sandboxed tools' compiled code across
+	// restarts (wazero's compilation cache); empty is toolgate/wazero in
+	// the user's cache directory (os.UserCacheDir), or memory only when
+	// there is none. SandboxPoll is how often SandboxDir is looked at for
+	// added, changed and removed modules (zero: every second).
+	SandboxCacheDir string
+	SandboxPoll     time.Duration
 
 	// Now, when set, replaces the wall clock for grace, time-to-live and
 	// pruning decisions (tests use it to move time without sleeping).
@@ -341,6 +349,13 @@ func (c Config) Validate() error {
 	}
 	if c.LLMBaseURL != "" && !strings.HasPrefix(c.LLMBaseURL, "http://") && !strings.HasPrefix(c.LLMBaseURL, "https://") {
 		errs = append(errs, fmt.Errorf("llm base url %q must start with http:// or https://", c.LLMBaseURL))
+	}
+	if c.SandboxDir != "" {
+		if info, err := os.Stat(c.SandboxDir); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox dir (--sandbox-dir, TOOLGATE_SANDBOX_DIR): %w", err))
+		} else if !info.IsDir() {
+			errs = append(errs, fmt.Errorf("sandbox dir %s (--sandbox-dir, TOOLGATE_SANDBOX_DIR) is not a directory", c.SandboxDir))
+		}
 	}
 	if c.MaxToolsPerSess < 1 {
 		errs = append(errs, errors.New("max tools per session must be at least 1"))

@@ -164,6 +164,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	// Sandboxed tools and built-ins (issue 16).
 	var httpAllow string
 	f.str(&cfg.SandboxDir, "sandbox-dir", "TOOLGATE_SANDBOX_DIR", "", "directory of sandboxed WebAssembly tools: NAME.wasm (WASI preview 1) with NAME.json beside it")
+	f.str(&cfg.SandboxCacheDir, "sandbox-cache-dir", "TOOLGATE_SANDBOX_CACHE_DIR", "", "directory keeping the sandboxed tools' compiled code across restarts (default: toolgate/wazero in the user's cache directory)")
 	f.str(&httpAllow, "http-allow", "TOOLGATE_HTTP_ALLOW", "", "comma-separated hosts the http_request tool may reach although they resolve to loopback, private, link-local or metadata addresses")
 	if err := f.fs.Parse(args); err != nil {
 		return cfg, 0, err
