@@ -38,6 +38,10 @@ const (
 	ECancelled    = "CANCELLED"
 	EDenied       = "DENIED"
 	EAuthRequired = "AUTH_REQUIRED"
+	// A call of a tool inside the gateway that was running when its
+	// process (or node) stopped, and that is not run again on its own
+	// because it may have had its effect already (http_request's POST).
+	EInterrupted = "INTERRUPTED"
 
 	// The runs API's answer on a gateway started without a model (503),
 	// with a message that says what to set.

@@ -30,6 +30,10 @@ type FuncTool[Args any] struct {
 	// the gateway (http_request): it passes the safety step before a model
 	// sees it. Other built-in tools are trusted and skip it.
 	ReachesOutside bool
+	// Rerun, when set, says whether a call with these arguments may run
+	// again after the process running it stopped (Rerunnable); unset, it
+	// may.
+	Rerun func(args json.RawMessage) bool
 }
 
 // NewFuncTool makes a built-in tool of fn.
@@ -80,6 +84,11 @@ func (t *FuncTool[Args]) ReadOnly() bool { return t.IsReadOnly }
 
 // RequiresSanitization implements SanitizationRequirer.
 func (t *FuncTool[Args]) RequiresSanitization() bool { return t.ReachesOutside }
+
+// SafeToRerun implements Rerunnable.
+func (t *FuncTool[Args]) SafeToRerun(args json.RawMessage) bool {
+	return t.Rerun == nil || t.Rerun(args)
+}
 
 // EstimatedDuration implements DurationEstimator.
 func (t *FuncTool[Args]) EstimatedDuration(json.RawMessage) (time.Duration, bool) {

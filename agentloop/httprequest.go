@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -136,10 +137,29 @@ func NewHTTPRequestTool(opts HTTPRequestOptions) (*FuncTool[HTTPRequestArgs], er
 			"Loopback, private, link-local and cloud metadata addresses are refused.",
 		h.do)
 	t.ReachesOutside = true
+	// A call the gateway's stop interrupted is sent again at the next start
+	// only when its method is safe: a POST may have reached the server.
+	t.Rerun = safeMethodOnly
 	// The call's deadline a little past the tool's own cap, so a slow server
 	// ends with http_request's message rather than a bare timeout.
 	t.TimeoutValue = opts.Timeout + 5*time.Second
 	return t, nil
+}
+
+// safeMethodOnly reports whether http_request's arguments ask for a safe
+// method (GET, HEAD, OPTIONS), which may be sent again.
+func safeMethodOnly(raw json.RawMessage) bool {
+	var a struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(raw, &a) != nil {
+		return false
+	}
+	switch a.Method {
+	case "GET", "HEAD", "OPTIONS":
+		return true
+	}
+	return false
 }
 
 // httpRequester sends http_request's requests.

@@ -64,6 +64,14 @@ type (
 	// safety step (redaction, injection marking) before a model sees it;
 	// a tool without it takes toolgate.NeedsSanitization's default.
 	SanitizationRequirer interface{ RequiresSanitization() bool }
+	// Rerunnable says whether a call with these arguments may run again
+	// when the process (or node) that ran it stopped before its outcome
+	// was stored. A tool without it may: a built-in tool is expected to be
+	// idempotent. One that is not for some arguments (http_request's POST)
+	// says so, and such a call ends failed with INTERRUPTED instead.
+	Rerunnable interface {
+		SafeToRerun(args json.RawMessage) bool
+	}
 	// CostEstimator estimates what a call with these arguments costs, in the
 	// embedder's unit (for budgets).
 	CostEstimator interface {

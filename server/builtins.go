@@ -186,7 +186,9 @@ func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
 }
 
 // resumeBuiltinCall runs again an open call of a tool inside the gateway
-// that a stopped process (or node) was running.
+// that a stopped process (or node) was running, unless its tool says it
+// must not run again with these arguments (agentloop.Rerunnable): that
+// call ends failed with INTERRUPTED.
 func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 	tool, _, err := e.builtinEntry(r.Tool)
 	if err != nil {
@@ -194,5 +196,32 @@ func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 		return
 	}
 	e.waiters.opened(r.ID, "", 0) // stored already: counted, never refused
+	if rr, ok := tool.(agentloop.Rerunnable); ok && !rr.SafeToRerun(json.RawMessage(r.Args)) {
+		e.endInterrupted(r)
+		return
+	}
 	e.startBuiltin(r, tool)
+}
+
+// endInterrupted ends failed, with INTERRUPTED, an open call that a stopped
+// process (or node) was running and that its tool says must not run again
+// with these arguments: it may have had its effect already (a POST sent),
+// and only the caller can tell whether to make it again.
+func (e *Engine) endInterrupted(r *store.CallRow) {
+	o := store.Outcome{Status: toolgate.StatusFailed, ErrorCode: toolgate.EInterrupted,
+		ErrorMessage: r.Tool + " was running when the gateway stopped and is not run again on its own: it may have had its effect already; check, then call it again if need be"}
+	ended, err := store.WriteValue(context.Background(), e.st, func(tx *store.Tx) (bool, error) {
+		if e.shared() {
+			return tx.FinishOwnCall(r.ID, o, e.now()) // claimed by this node
+		}
+		return tx.FinishCall(r.ID, o, e.now())
+	})
+	if err != nil {
+		e.log.Error("end an interrupted built-in call", "call", r.ID, "err", err)
+		return // the deadline queue ends it
+	}
+	if ended {
+		e.log.Warn("built-in call interrupted by a stop is not run again", "call", r.ID, "tool", r.Tool)
+		e.afterCallsEnded(endedCall{id: r.ID, status: o.Status})
+	}
 }
