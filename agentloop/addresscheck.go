@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 )
@@ -194,9 +195,11 @@ func ParseHostAllowList(entries []string) (*HostAllowList, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--http-allow %q: %v", raw, err)
 		}
-		key := host
+		key := host // any port
 		if port != "" {
-			key += ":" + port
+			// JoinHostPort brackets an IPv6 address: [::1]:8080 is not
+			// the address ::1:8080 on any port.
+			key = net.JoinHostPort(host, port)
 		}
 		if rest, ok := strings.CutPrefix(host, "*."); ok {
 			if rest == "" || strings.Contains(rest, "*") {
@@ -263,7 +266,7 @@ func (l *HostAllowList) Allows(host, port string) bool {
 		return false
 	}
 	host = normalizeHost(host)
-	if l.hosts[host] || l.hosts[host+":"+port] {
+	if l.hosts[host] || l.hosts[net.JoinHostPort(host, port)] {
 		return true
 	}
 	for _, s := range l.suffixes {

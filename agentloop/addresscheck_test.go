@@ -101,6 +101,8 @@ func TestHostAllowList(t *testing.T) {
 		{"0:0::1", "80", true},
 		{"fd00::7", "9000", true},
 		{"fd00::7", "9001", false},
+		// [fd00::7]:9000 is not the address fd00::7:9000 on any port.
+		{"fd00::7:9000", "1", false},
 		{"127.0.0.1", "1234", true},
 		{"localhost", "1234", false},
 	} {
