@@ -55,6 +55,10 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		return nil, err
 	}
 	builtins := append([]agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e), httpRequest}, agentloop.NewMemoryTools(memoryNotes{e})...)
+	builtins, err = withoutDisabled(builtins, cfg.DisabledBuiltins)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range builtins {
 		if err := reg.AddBuiltin(t); err != nil {
 			return nil, err
@@ -94,6 +98,25 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	claim := a.claimOrphanRuns
 	e.onOrphanRuns.Store(&claim)
 	return a, nil
+}
+
+// withoutDisabled returns the built-in tools but those named in disabled
+// (--disable-builtins); a name that is no built-in tool is an error, so a
+// typo does not leave a tool on.
+func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.Tool, error) {
+	off := map[string]bool{}
+	names := make([]string, 0, len(builtins))
+	for _, t := range builtins {
+		names = append(names, t.Name())
+	}
+	for _, name := range disabled {
+		if !slices.Contains(names, name) {
+			slices.Sort(names)
+			return nil, fmt.Errorf("--disable-builtins: there is no built-in tool %q; the built-in tools are %s", name, strings.Join(names, ", "))
+		}
+		off[name] = true
+	}
+	return slices.DeleteFunc(builtins, func(t agentloop.Tool) bool { return off[t.Name()] }), nil
 }
 
 // importMCPServers adds a tool set to reg for each imported MCP server

@@ -174,6 +174,11 @@ type Config struct {
 	// otherwise.
 	SandboxDir string
 	HTTPAllow  []string
+	// DisabledBuiltins names built-in tools the gateway leaves out
+	// (--disable-builtins): not listed, not offered to the model, and a
+	// call of one is TOOL_NOT_FOUND. A name that is no built-in tool
+	// stops Open.
+	DisabledBuiltins []string
 	// SandboxCacheDir keeps the sandboxed tools' compiled code across
 	// restarts (wazero's compilation cache); empty is toolgate/wazero in
 	// the user's cache directory (os.UserCacheDir), or memory only when

@@ -162,7 +162,8 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	// Imported MCP servers (issue 13).
 	mcpServers := f.mcpServers("mcp-server", "TOOLGATE_MCP_SERVERS")
 	// Sandboxed tools and built-ins (issue 16).
-	var httpAllow string
+	var httpAllow, disabledBuiltins string
+	f.str(&disabledBuiltins, "disable-builtins", "TOOLGATE_DISABLE_BUILTINS", "", "comma-separated built-in tools to leave out, e.g. http_request,memory_write")
 	f.str(&cfg.SandboxDir, "sandbox-dir", "TOOLGATE_SANDBOX_DIR", "", "directory of sandboxed WebAssembly tools: NAME.wasm (WASI preview 1) with NAME.json beside it")
 	f.str(&cfg.SandboxCacheDir, "sandbox-cache-dir", "TOOLGATE_SANDBOX_CACHE_DIR", "", "directory keeping the sandboxed tools' compiled code across restarts (default: toolgate/wazero in the user's cache directory)")
 	f.str(&httpAllow, "http-allow", "TOOLGATE_HTTP_ALLOW", "", "comma-separated hosts the http_request tool may reach although they resolve to loopback, private, link-local or metadata addresses")
@@ -185,6 +186,11 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+		}
+	}
+	for _, name := range strings.Split(disabledBuiltins, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			cfg.DisabledBuiltins = append(cfg.DisabledBuiltins, name)
 		}
 	}
 	for _, h := range strings.Split(httpAllow, ",") {
