@@ -20,7 +20,7 @@ const sandboxSpec = `{"description": "a sandboxed test tool", "parameters": {"ty
 // sandboxGateway starts a gateway whose --sandbox-dir holds the test
 // modules install puts there, looked at every 20 ms; it returns the
 // directory too.
-func sandboxGateway(t *testing.T, m *fakeModel, install func(dir string)) (*gateway, string) {
+func sandboxGateway(t testing.TB, m *fakeModel, install func(dir string)) (*gateway, string) {
 	t.Helper()
 	dir := t.TempDir()
 	install(dir)
