@@ -42,7 +42,7 @@ func (m *module) call(ctx context.Context, args []byte, scratchRoot string) (jso
 	}
 	defer os.RemoveAll(dir)
 	budget := newScratchBudget(m.config.scratchBytes)
-	memory := &callMemory{limit: m.config.memoryBytes}
+	memory := &callMemory{limit: m.config.memoryBytes - m.instanceBytes} // checkCommand made sure it is not negative
 	stdout := &cappedBuffer{limit: MaxStdoutBytes}
 	stderr := &cappedBuffer{limit: MaxStderrBytes}
 	config := wazero.NewModuleConfig().

@@ -72,9 +72,9 @@ func (s *ToolSet) Scan() {
 		s.mu.Unlock()
 		if current != nil {
 			current.retire()
-			s.opts.Log.Info("sandbox: tool reloaded", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20)
+			s.opts.Log.Info("sandbox: tool reloaded", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20, "instance_kib", m.instanceBytes>>10)
 		} else {
-			s.opts.Log.Info("sandbox: tool listed", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20)
+			s.opts.Log.Info("sandbox: tool listed", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20, "instance_kib", m.instanceBytes>>10)
 		}
 		changed = true
 	}
