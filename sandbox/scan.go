@@ -58,6 +58,12 @@ func (s *ToolSet) Scan() {
 			continue // logged already; tried again when its files change
 		}
 		m, err := s.load(c)
+		if s.life.Err() != nil { // closed meanwhile: the compile was cancelled
+			if m != nil {
+				m.retire()
+			}
+			return
+		}
 		if err != nil {
 			s.fail(c, err.Error())
 			if current != nil {
@@ -68,6 +74,11 @@ func (s *ToolSet) Scan() {
 		}
 		delete(s.failed, c.name)
 		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			m.retire()
+			return
+		}
 		s.modules[c.name] = m
 		s.mu.Unlock()
 		if current != nil {
