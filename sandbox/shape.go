@@ -51,8 +51,11 @@ type moduleShape struct {
 // compile"), as wazero would.
 func shapeModule(wasm []byte) (moduleShape, error) {
 	r := &wasmReader{b: wasm}
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
+	switch {
+	case len(wasm) >= 4 && string(wasm[:4]) != "\x00asm":
 		return moduleShape{}, errors.New("not a WebAssembly module (no \\0asm header)")
+	case len(wasm) < 8:
+		return moduleShape{}, errors.New("truncated: too short for a WebAssembly module's header")
 	}
 	r.pos = 8
 	shape := moduleShape{wasm: wasm, instanceBytes: instanceFixedBytes}
