@@ -19,6 +19,10 @@ type module struct {
 	files    fingerprint
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
+	// instanceBytes is what an instance holds on the gateway's heap
+	// besides its linear memory (tables at their maximum, globals…),
+	// counted against the tool's memory limit.
+	instanceBytes uint64
 
 	mu      sync.Mutex
 	running int  // calls running on it
@@ -46,23 +50,30 @@ func newRuntime(ctx context.Context, cache wazero.CompilationCache) (wazero.Runt
 
 // compileModule compiles a tool's module. It must be a WASI preview 1
 // command (it exports _start and its memory) importing nothing but WASI
-// preview 1, so that no other host function can reach out, and its
-// memory's initial size must fit the tool's memory limit.
+// preview 1, so that no other host function can reach out, and what an
+// instance holds at the start (its memory's initial size, its tables at
+// their maximum, its globals…) must fit the tool's memory limit. A table
+// with no maximum is given one, its minimum (shapeModule).
 func compileModule(ctx context.Context, r wazero.Runtime, name string, wasm []byte, cfg toolConfig, files fingerprint) (*module, error) {
-	compiled, err := r.CompileModule(ctx, wasm)
+	shape, err := shapeModule(wasm)
 	if err != nil {
 		return nil, fmt.Errorf("%s.wasm does not compile: %w", name, err)
 	}
-	if err := checkCommand(name, compiled, cfg); err != nil {
+	compiled, err := r.CompileModule(ctx, shape.wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s.wasm does not compile: %w", name, err)
+	}
+	if err := checkCommand(name, compiled, cfg, shape.instanceBytes); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
-	return &module{name: name, config: cfg, files: files, runtime: r, compiled: compiled}, nil
+	return &module{name: name, config: cfg, files: files, runtime: r, compiled: compiled, instanceBytes: shape.instanceBytes}, nil
 }
 
 // checkCommand refuses a module that is not a WASI preview 1 command, or
-// whose memory starts larger than the tool's limit.
-func checkCommand(name string, compiled wazero.CompiledModule, cfg toolConfig) error {
+// whose memory at the start and instanceBytes together are above the
+// tool's limit.
+func checkCommand(name string, compiled wazero.CompiledModule, cfg toolConfig, instanceBytes uint64) error {
 	if _, ok := compiled.ExportedFunctions()["_start"]; !ok {
 		return fmt.Errorf("%s.wasm exports no _start function: it is not a WASI command (build it with GOOS=wasip1 GOARCH=wasm go build, or for wasm32-wasip1)", name)
 	}
@@ -78,12 +89,23 @@ func checkCommand(name string, compiled wazero.CompiledModule, cfg toolConfig) e
 	if len(memories) == 0 {
 		return fmt.Errorf("%s.wasm exports no memory: it is not a WASI command", name)
 	}
+	var start uint64
 	for _, m := range memories {
-		if start := uint64(m.Min()) * wasmPageBytes; start > cfg.memoryBytes {
-			return fmt.Errorf("%s.wasm starts with %d MiB of memory, above its limit of %d MiB (memory_limit_mb in %s.json)", name, start>>20, cfg.memoryBytes>>20, name)
-		}
+		start += uint64(m.Min()) * wasmPageBytes
+	}
+	if start+instanceBytes > cfg.memoryBytes {
+		return fmt.Errorf("%s.wasm needs %s of memory to start and %s for its tables, globals and other structures, above its limit of %d MiB (memory_limit_mb in %s.json)",
+			name, sizeText(start), sizeText(instanceBytes), cfg.memoryBytes>>20, name)
 	}
 	return nil
+}
+
+// sizeText is n bytes in MiB, or KiB when under one MiB.
+func sizeText(n uint64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", (n+1023)>>10)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // acquire counts a call starting on the module; false when it is retired.

@@ -19,10 +19,14 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// Limits on what a module may print in one call.
+// Limits on what a module may print in one call. Past MaxStdoutBytes on
+// its standard output, or MaxStderrWrittenBytes on its standard error (of
+// which the first MaxStderrBytes are kept), the module is stopped at once
+// and its call fails with PAYLOAD_TOO_LARGE.
 const (
-	MaxStdoutBytes = 1 << 20
-	MaxStderrBytes = 64 << 10
+	MaxStdoutBytes        = 1 << 20
+	MaxStderrBytes        = 64 << 10
+	MaxStderrWrittenBytes = 1 << 20
 	// maxMessageRunes bounds the part of standard error a call's error
 	// message quotes (its details carry all of it that was kept).
 	maxMessageRunes = 500
@@ -42,9 +46,14 @@ func (m *module) call(ctx context.Context, args []byte, scratchRoot string) (jso
 	}
 	defer os.RemoveAll(dir)
 	budget := newScratchBudget(m.config.scratchBytes)
-	memory := &callMemory{limit: m.config.memoryBytes}
-	stdout := &cappedBuffer{limit: MaxStdoutBytes}
-	stderr := &cappedBuffer{limit: MaxStderrBytes}
+	memory := &callMemory{limit: m.config.memoryBytes - m.instanceBytes} // checkCommand made sure it is not negative
+	// The module runs until ctx ends or it prints too much: an output
+	// past its cap stops it at once (the runtime closes a module whose
+	// context is done), rather than letting it spin until its timeout.
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	stdout := &cappedBuffer{keep: MaxStdoutBytes, stopAfter: MaxStdoutBytes, stop: stop}
+	stderr := &cappedBuffer{keep: MaxStderrBytes, stopAfter: MaxStderrWrittenBytes, stop: stop}
 	config := wazero.NewModuleConfig().
 		WithName(""). // instances of one module run at once
 		WithArgs(m.name).
@@ -54,20 +63,27 @@ func (m *module) call(ctx context.Context, args []byte, scratchRoot string) (jso
 		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newScratchFS(dir, budget), "/")).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithNanosleep(sleepWithin(ctx)).
+		WithNanosleep(sleepWithin(run)).
 		WithRandSource(rand.Reader)
-	mod, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, memory), m.compiled, config)
+	mod, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(run, memory), m.compiled, config)
 	if mod != nil {
 		_ = mod.Close(context.Background())
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // timed out or cancelled: the engine ends the call
 	}
+	if stdout.stopped {
+		return nil, toolgate.Errorf(toolgate.EPayloadTooLarge, "sandboxed tool %s printed more than %d bytes on its standard output and was stopped", m.name, MaxStdoutBytes)
+	}
+	if stderr.stopped {
+		return nil, &toolgate.Error{
+			Code:    toolgate.EPayloadTooLarge,
+			Message: fmt.Sprintf("sandboxed tool %s printed more than %d bytes on its standard error and was stopped", m.name, MaxStderrWrittenBytes),
+			Details: map[string]any{"stderr": stderr.String()},
+		}
+	}
 	if err != nil {
 		return nil, m.failure(err, stderr, memory, budget)
-	}
-	if stdout.truncated {
-		return nil, toolgate.Errorf(toolgate.EPayloadTooLarge, "sandboxed tool %s printed more than %d bytes on its standard output", m.name, MaxStdoutBytes)
 	}
 	out := bytes.TrimSpace(stdout.Bytes())
 	if len(out) == 0 {
@@ -151,22 +167,27 @@ func quote(s string) string {
 	return s
 }
 
-// cappedBuffer keeps the first limit bytes written and notes the rest. A
-// write never fails, so the module is not stopped by a broken pipe.
+// cappedBuffer keeps the first keep bytes written; once more than
+// stopAfter bytes were written it calls stop (which ends the module's
+// run) and notes it. A write never fails, so the module is not stopped
+// by a broken pipe before then. The module writes from one goroutine.
 type cappedBuffer struct {
 	bytes.Buffer
-	limit     int
-	truncated bool
+	keep, stopAfter int
+	stop            func()
+	written         int
+	stopped         bool
 }
 
 // Write implements io.Writer.
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.limit - b.Len(); room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
-		return len(p), nil
+	b.written += len(p)
+	if room := b.keep - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
 	}
-	return b.Buffer.Write(p)
+	if b.written > b.stopAfter && !b.stopped {
+		b.stopped = true
+		b.stop()
+	}
+	return len(p), nil
 }

@@ -170,6 +170,18 @@ func TestScratchDirectory(t *testing.T) {
 		t.Fatalf("writing past the scratch limit: %q %v", te.Message, te.Details)
 	}
 	emptyDir(t, set.scratch)
+
+	// A write far past a file's end would make it (sparse) larger than
+	// the limit: it is charged what the file grows by, and refused.
+	out, err := set.call(t, "scratch", `{"sparse": true}`, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decode[map[string]string](t, out)
+	if !strings.HasPrefix(got["write_at"], "error: ") || !strings.HasPrefix(got["seek_write"], "error: ") || got["size"] != "0" {
+		t.Fatalf("writing one byte at 1 TiB: %s; want both refused and the file empty", out)
+	}
+	emptyDir(t, set.scratch)
 }
 
 // TestFailingModules: a non-zero exit is a TOOL_ERROR carrying standard
@@ -306,4 +318,21 @@ func TestOwnScratchRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	emptyDir(t, tmp)
+}
+
+// TestEndlessPrinterIsStopped: a module that prints without end is
+// stopped as soon as its output passes its cap, and its call fails with
+// PAYLOAD_TOO_LARGE, not at its timeout.
+func TestEndlessPrinterIsStopped(t *testing.T) {
+	set := openSet(t, nil, func(dir string) { sandboxtest.Install(t, dir, "printer", "printer", spec) })
+	for _, c := range []struct{ args, says string }{
+		{`{}`, "more than 1048576 bytes on its standard output and was stopped"},
+		{`{"stderr": true}`, "more than 1048576 bytes on its standard error and was stopped"},
+	} {
+		_, err := set.call(t, "printer", c.args, 20*time.Second)
+		if te := toolError(t, err, toolgate.EPayloadTooLarge); !strings.Contains(te.Message, c.says) {
+			t.Fatalf("printer %s: %q; want %q", c.args, te.Message, c.says)
+		}
+	}
+	emptyDir(t, set.scratch)
 }

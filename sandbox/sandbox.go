@@ -14,12 +14,16 @@
 // in), no environment variable, no argument but its name, and one
 // directory: a fresh scratch directory of its own, mounted as "/" (its
 // working directory), removed after the call, in which it may write at
-// most scratch_limit_mb (symbolic and hard links refused). Its memory is
-// capped (memory_limit_mb, default 64 MiB, at most 1 GiB); the call's
-// timeout interrupts it (the engine cancels the context Execute gets);
-// its standard output is capped at 1 MiB and its standard error at
-// 64 KiB. A module that loops, allocates without end, panics or looks
-// for a host file ends its own call with a clear error.
+// most scratch_limit_mb (symbolic and hard links refused; a write is
+// charged what it grows its file by). Its memory is capped
+// (memory_limit_mb, default 64 MiB, at most 1 GiB), and the cap covers
+// what its instance holds beside its linear memory (tables, globals,
+// segments; a table gets a maximum if it has none: shapeModule); the
+// call's timeout interrupts it (the engine cancels the context Execute
+// gets); past 1 MiB printed on its standard output, or written to its
+// standard error (of which 64 KiB are kept), it is stopped. A module that
+// loops, allocates without end, prints without end, panics or looks for
+// a host file ends its own call with a clear error.
 //
 // Calls of one tool run at once, each in its own instance of the module
 // compiled once. How many run at once is bounded twice: by count
@@ -31,7 +35,8 @@
 // either file) compiled again, one removed dropped; a file that does not
 // compile (half-written, say) is logged and tried again when it changes.
 // Compiled code is kept on disk in Options.CacheDir (wazero's compilation
-// cache), so a restart does not compile again.
+// cache), so a restart does not compile again. Close cancels a compile
+// and waits for it at most Options.CloseWait.
 package sandbox
 
 import (
@@ -58,8 +63,11 @@ const (
 	DefaultPoll           = time.Second
 	DefaultMemoryBudgetMB = 1024
 	DefaultMaxTools       = 256
-	// MaxModuleBytes bounds a NAME.wasm read (a Go module is a few MiB).
-	MaxModuleBytes = 128 << 20
+	DefaultCloseWait      = 2 * time.Second
+	// MaxModuleBytes bounds a NAME.wasm read (a Go module is 2 to 10
+	// MiB). Compiling is what a module costs most: seconds and tens of
+	// MiB for a Go module, more for a module made to be slow to compile.
+	MaxModuleBytes = 32 << 20
 )
 
 // Options configure a ToolSet.
@@ -89,6 +97,11 @@ type Options struct {
 	// registry refuses a built-in tool's name and an imported MCP
 	// server's prefix); a tool it refuses is logged and not listed.
 	Admit func(name string) error
+	// CloseWait bounds how long Close waits for a module being compiled
+	// (default DefaultCloseWait). The compile is cancelled first, but
+	// wazero checks that only between functions; past CloseWait, Close
+	// returns and the runtime is freed when the compile ends.
+	CloseWait time.Duration
 	// Log receives what was listed, dropped or left out, and why.
 	Log *slog.Logger
 }
@@ -144,6 +157,9 @@ func Open(opts Options) (*ToolSet, error) {
 	}
 	if opts.MaxTools <= 0 {
 		opts.MaxTools = DefaultMaxTools
+	}
+	if opts.CloseWait <= 0 {
+		opts.CloseWait = DefaultCloseWait
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -235,21 +251,36 @@ func (s *ToolSet) Watch(fn func()) {
 
 // Close stops watching the directory and frees every module and the
 // runtime, interrupting a call still running (the engine, closed first,
-// has cancelled them all).
+// has cancelled them all). A module being compiled is cancelled; Close
+// waits for it at most Options.CloseWait, after which the runtime is
+// freed when the compile ends.
 func (s *ToolSet) Close() error {
 	s.stop()
-	<-s.done
-	s.scanMu.Lock() // a Scan a caller runs ends first
-	defer s.scanMu.Unlock()
 	s.mu.Lock()
+	already := s.closed
 	s.closed = true
 	modules := s.modules
 	s.modules, s.tools = map[string]*module{}, nil
 	s.mu.Unlock()
+	if already {
+		return nil
+	}
 	for _, m := range modules {
 		m.retire()
 	}
-	err := errors.Join(s.runtime.Close(context.Background()), s.cache.Close(context.Background()))
+	freed := make(chan error, 1)
+	go func() {
+		<-s.done
+		s.scanMu.Lock() // a scan in flight ends first: it compiles in the runtime
+		defer s.scanMu.Unlock()
+		freed <- errors.Join(s.runtime.Close(context.Background()), s.cache.Close(context.Background()))
+	}()
+	var err error
+	select {
+	case err = <-freed:
+	case <-time.After(s.opts.CloseWait):
+		s.opts.Log.Warn("sandbox: closed while a module is still compiling; the runtime is freed when the compile ends", "waited", s.opts.CloseWait)
+	}
 	if s.ownScratch != "" {
 		err = errors.Join(err, os.RemoveAll(s.ownScratch))
 	}

@@ -58,6 +58,12 @@ func (s *ToolSet) Scan() {
 			continue // logged already; tried again when its files change
 		}
 		m, err := s.load(c)
+		if s.life.Err() != nil { // closed meanwhile: the compile was cancelled
+			if m != nil {
+				m.retire()
+			}
+			return
+		}
 		if err != nil {
 			s.fail(c, err.Error())
 			if current != nil {
@@ -68,13 +74,18 @@ func (s *ToolSet) Scan() {
 		}
 		delete(s.failed, c.name)
 		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			m.retire()
+			return
+		}
 		s.modules[c.name] = m
 		s.mu.Unlock()
 		if current != nil {
 			current.retire()
-			s.opts.Log.Info("sandbox: tool reloaded", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20)
+			s.opts.Log.Info("sandbox: tool reloaded", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20, "instance_kib", m.instanceBytes>>10)
 		} else {
-			s.opts.Log.Info("sandbox: tool listed", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20)
+			s.opts.Log.Info("sandbox: tool listed", "tool", c.name, "memory_limit_mb", m.config.memoryBytes>>20, "instance_kib", m.instanceBytes>>10)
 		}
 		changed = true
 	}

@@ -162,3 +162,56 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestCloseDoesNotWaitForACompile: Close returns within CloseWait while
+// a module is being compiled (wazero cannot cancel the compile of one
+// function, and a module can be made slow to compile); the compile ends
+// on its own later and lists nothing.
+func TestCloseDoesNotWaitForACompile(t *testing.T) {
+	set := openSet(t, func(o *sandbox.Options) {
+		o.CacheDir = "" // compiled for real, not found in the tests' cache
+		o.CloseWait = 100 * time.Millisecond
+	}, nil)
+	writeFile(t, filepath.Join(set.dir, "slow.wasm"), slowToCompile(15_000))
+	writeFile(t, filepath.Join(set.dir, "slow.json"), spec)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		set.Scan()
+	}()
+	time.Sleep(300 * time.Millisecond) // the compile has begun
+	start := time.Now()
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	select {
+	case <-scanned:
+		t.Fatalf("Close returned after the scan compiling the module ended (%s); want it not to wait for the compile", took)
+	default:
+	}
+	if took > 2*time.Second {
+		t.Fatalf("Close took %s", took)
+	}
+	select {
+	case <-scanned:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the abandoned compile did not end")
+	}
+	if len(set.Tools()) != 0 {
+		t.Fatalf("a closed set lists %v", set.names())
+	}
+}
+
+// slowToCompile is a command whose _start is one function of n blocks
+// over 127 locals: a few hundred KiB that wazero's compiler takes
+// seconds to compile, without looking at its context meanwhile.
+func slowToCompile(n int) string {
+	body := []byte{1, 0x80, 0x02, 0x7f} // 256 locals of type i32
+	for i := range n {
+		l := byte(i % 127)
+		// block; br_if 0 (local l); local l = local l + local l+1; end
+		body = append(body, 0x02, 0x40, 0x20, l, 0x0d, 0, 0x20, l, 0x20, (l+1)%127, 0x6a, 0x21, l, 0x0b)
+	}
+	return commandWith(nil, nil, append(body, 0x0b))
+}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"sync/atomic"
@@ -102,20 +103,53 @@ type scratchFile struct {
 	budget *scratchBudget
 }
 
-// Write implements experimentalsys.File.
+// Write implements experimentalsys.File: what the file grows by is
+// charged (a write past its end, after a seek, grows it by the gap too).
 func (f *scratchFile) Write(buf []byte) (int, experimentalsys.Errno) {
-	if !f.budget.charge(int64(len(buf))) {
-		return 0, errNoSpace
+	at := int64(-1) // the end: an append
+	if !f.File.IsAppend() {
+		pos, errno := f.File.Seek(0, io.SeekCurrent)
+		if errno != 0 {
+			return 0, errno
+		}
+		at = pos
+	}
+	if errno := f.chargeGrowth(at, len(buf)); errno != 0 {
+		return 0, errno
 	}
 	return f.File.Write(buf)
 }
 
-// Pwrite implements experimentalsys.File.
+// Pwrite implements experimentalsys.File: what the file grows by is
+// charged, so a write at a huge offset cannot make a file (sparse, but
+// of that size for whoever copies it) larger than the budget.
 func (f *scratchFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
-	if !f.budget.charge(int64(len(buf))) {
-		return 0, errNoSpace
+	if off < 0 {
+		return 0, experimentalsys.EINVAL
+	}
+	if errno := f.chargeGrowth(off, len(buf)); errno != 0 {
+		return 0, errno
 	}
 	return f.File.Pwrite(buf, off)
+}
+
+// chargeGrowth charges what writing n bytes at offset at (-1: at the
+// end) grows the file by: from its size to at+n.
+func (f *scratchFile) chargeGrowth(at int64, n int) experimentalsys.Errno {
+	st, errno := f.File.Stat()
+	if errno != 0 {
+		return errno
+	}
+	if at < 0 {
+		at = st.Size
+	}
+	if at+int64(n) < at {
+		return experimentalsys.EINVAL // past the largest offset
+	}
+	if !f.budget.charge(at + int64(n) - st.Size) {
+		return errNoSpace
+	}
+	return 0
 }
 
 // Truncate implements experimentalsys.File; growing a file is charged.
