@@ -36,6 +36,10 @@ type Runner struct {
 	// run's events and its stored messages see them (safety.go); nil
 	// passes them as they are.
 	Guard OutputGuard
+	// TrustRemoteOptOut honours a remote tool's requires_sanitization:
+	// false; without it a remote tool's output always passes the whole
+	// step (safety.go needsSanitization).
+	TrustRemoteOptOut bool
 }
 
 // ErrNoModel is returned by Start when no model is configured.

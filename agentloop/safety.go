@@ -86,16 +86,26 @@ func (r *Runner) guardProgress(tool Tool, progress json.RawMessage) json.RawMess
 	if r.Guard == nil || tool == nil || len(progress) == 0 {
 		return progress
 	}
-	return r.Guard.GuardOutput(tool.Name(), progress, requiresSanitization(tool)).Output
+	full := requiresSanitization(tool) || isRemote(tool) && !r.TrustRemoteOptOut
+	return r.Guard.GuardOutput(tool.Name(), progress, full).Output
 }
 
 // needsSanitization reports whether the tool's output passes the whole
-// safety step. The loop resolves a remote tool by its name alone
+// safety step. A remote tool's opt-out is honoured only when the runner
+// trusts it (TrustRemoteOptOut: only clients the operator gave the client
+// key to register tools); otherwise the party whose output is untrusted
+// would decide. The loop resolves a remote tool by its name alone
 // (Registry.Resolve), so its requires_sanitization is read from the
 // session's registered spec; a tool no longer listed (its session went
 // offline meanwhile) passes the whole step.
 func (r *Runner) needsSanitization(ctx context.Context, tool Tool, sessionID string) bool {
-	if gt, ok := tool.(*GatewayTool); ok && gt.source.Kind == toolgate.SourceRemote && gt.spec.RequiresSanitization == nil {
+	if !isRemote(tool) {
+		return requiresSanitization(tool)
+	}
+	if !r.TrustRemoteOptOut {
+		return true
+	}
+	if gt := tool.(*GatewayTool); gt.spec.RequiresSanitization == nil {
 		tools, err := r.Registry.ToolsFor(ctx, sessionID)
 		if err != nil {
 			return true
@@ -108,6 +118,26 @@ func (r *Runner) needsSanitization(ctx context.Context, tool Tool, sessionID str
 		return true
 	}
 	return requiresSanitization(tool)
+}
+
+// isRemote reports whether the tool lives in a client's session.
+func isRemote(tool Tool) bool {
+	gt, ok := tool.(*GatewayTool)
+	return ok && gt.source.Kind == toolgate.SourceRemote
+}
+
+// NeedsSanitization reports whether the output of a tool with this spec,
+// from that source, passes the whole safety step:
+// toolgate.NeedsSanitization, except that a remote tool's
+// requires_sanitization: false is honoured only with trustRemoteOptOut
+// (the gateway requires a client key, so only clients the operator trusts
+// register tools). Sandboxed tools (NAME.json), imported MCP servers'
+// tools and built-ins are the operator's: their opt-out is honoured.
+func NeedsSanitization(spec toolgate.ToolSpec, source toolgate.ToolSource, trustRemoteOptOut bool) bool {
+	if source.Kind == toolgate.SourceRemote && !trustRemoteOptOut {
+		return true
+	}
+	return toolgate.NeedsSanitization(spec, source)
 }
 
 // requiresSanitization is the tool's SanitizationRequirer answer; a tool

@@ -111,7 +111,8 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 // needsSanitization reports whether the output of tool (of session sid,
 // "" for a tool called without a session) passes the whole safety step:
 // its spec's requires_sanitization, else the default for where it runs
-// (toolgate.NeedsSanitization). A tool no longer listed passes it.
+// (agentloop.NeedsSanitization: a remote tool's opt-out counts only when
+// the gateway requires a client key). A tool no longer listed passes it.
 func (e *Engine) needsSanitization(ctx context.Context, sid, tool string) bool {
 	var infos []toolgate.ToolInfo
 	if sid == "" {
@@ -121,7 +122,7 @@ func (e *Engine) needsSanitization(ctx context.Context, sid, tool string) bool {
 	}
 	for _, info := range infos {
 		if info.Name == tool {
-			return toolgate.NeedsSanitization(info.ToolSpec, info.Source)
+			return agentloop.NeedsSanitization(info.ToolSpec, info.Source, e.cfg.ClientKey != "")
 		}
 	}
 	return true
