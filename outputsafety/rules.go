@@ -34,11 +34,13 @@ type rule struct {
 // firstTryWindow is the window of a rule's first try at an anchor.
 const firstTryWindow = 128
 
-// match is one place a rule matched: the span to act on (its first
-// group when the expression has one, else the whole match).
+// match is one place a rule matched: the span to act on (the first of
+// its groups that took part when the expression has groups, else the
+// whole match).
 type match struct {
 	rule       *rule
 	start, end int
+	group      int // the group the span is, from 1; 0 for the whole match
 }
 
 // newRule compiles a rule; expr is written to match at the anchor and
@@ -116,11 +118,14 @@ func findAll(rules []rule, words wordAnchors, text string, limit int) []match {
 		if loc == nil {
 			return pos + 1
 		}
-		s, e := loc[0], loc[1]
-		if len(loc) >= 4 && loc[2] >= 0 {
-			s, e = loc[2], loc[3]
+		s, e, group := loc[0], loc[1], 0
+		for g := 2; g+1 < len(loc); g += 2 { // the first group that took part
+			if loc[g] >= 0 {
+				s, e, group = loc[g], loc[g+1], g/2
+				break
+			}
 		}
-		found = append(found, match{rule: r, start: pos + s, end: pos + e})
+		found = append(found, match{rule: r, start: pos + s, end: pos + e, group: group})
 		return pos + max(loc[1], 1)
 	}
 	if len(words) > 0 {

@@ -90,6 +90,12 @@ func TestCredentialPatternsRedacted(t *testing.T) {
 		{`config {"password": "s3cr3t!pw", "user": "bob"}`, "s3cr3t!pw"},
 		{"API_KEY: 9f8e7d6c5b4a", "9f8e7d6c5b4a"},
 		{"postgres://bob:pa55word@db.example.com/app", "pa55word"},
+		// A quoted value is a literal: a secret whatever it looks like.
+		{`password = "correct horse battery"`, "correct horse battery"},
+		{"token='abcdefgh'", "abcdefgh"},
+		{"client_secret: Zx9!qLw#2mPv", "Zx9!qLw#2mPv"},
+		{"session_token=f00dcafe1234", "f00dcafe1234"},
+		{"export ACCESS_TOKEN=ya29.a0AfH6SMBx3", "ya29.a0AfH6SMBx3"},
 	}
 	for _, c := range cases {
 		got, rep := text(t, s, c.in, outputsafety.ModeFull)
@@ -130,10 +136,36 @@ func TestNearMissesKept(t *testing.T) {
 		"a password is required; your secret is safe",
 		"max_tokens=4096, tokens: 12",
 		"time 2024-05-01T10:00:00Z status: ok",
+		// Code: a value that is an expression is not a secret.
+		"def main():\n    token = os.environ['GITHUB_TOKEN']\n    password = input('pwd: ')",
+		"api_key = settings.API_KEY_2",
+		"secret = get_secret(name)",
+		"token = tokens[0]",
+		"password: correcthorsebattery",
+		`{"session_id":"abc123"}`,
+		`{"token_count":"12","max_tokens":"4096","token_type":"bearer","tokens":["hello","world"]}`,
 	} {
 		got, rep := text(t, s, in, outputsafety.ModeFull)
 		if got != in || rep.Redacted != 0 || rep.Flagged() {
 			t.Errorf("%q → %q (%d redacted, findings %v); want it unchanged", in, got, rep.Redacted, rep.Findings)
+		}
+	}
+}
+
+// TestIdsAndCountsKept: object members whose key names an id or a count
+// are not secrets; those naming a secret are.
+func TestIdsAndCountsKept(t *testing.T) {
+	s := outputsafety.New()
+	for in, want := range map[string]string{
+		`{"session_id":"abc123"}`: `{"session_id":"abc123"}`,
+		`{"token_count":"12","max_tokens":"4096","token_type":"bearer"}`: `{"token_count":"12","max_tokens":"4096","token_type":"bearer"}`,
+		`{"tokens":["hello","world"]}`:                                   `{"tokens":["hello","world"]}`,
+		`{"session_token":"abc123"}`:                                     `{"session_token":"[REDACTED:credential]"}`,
+		`{"access_token":"x","api_key":"y","client_secret":"z"}`:         `{"access_token":"[REDACTED:credential]","api_key":"[REDACTED:credential]","client_secret":"[REDACTED:credential]"}`,
+		`{"password":"p","secret":"q","private_key":"r"}`:                `{"password":"[REDACTED:credential]","secret":"[REDACTED:credential]","private_key":"[REDACTED:credential]"}`,
+	} {
+		if out, _ := s.Sanitize(json.RawMessage(in), outputsafety.ModeFull); string(out) != want {
+			t.Errorf("%s → %s, want %s", in, out, want)
 		}
 	}
 }
