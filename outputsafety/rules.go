@@ -22,9 +22,9 @@ type rule struct {
 	words []string
 	// word requires an anchor that begins with a letter or digit to start
 	// a word; lineStart requires it to start a line (after at most one
-	// space).
-	word, lineStart bool
-	window          int
+	// space); sentenceStart a line or a sentence (atSentenceStart).
+	word, lineStart, sentenceStart bool
+	window                         int
 	// requires, when set, lists literals one of which every match holds:
 	// a window holding none is not tried (a cheap look that keeps text
 	// full of anchors from costing a regexp try at each).
@@ -100,7 +100,7 @@ func findAll(rules []rule, words wordAnchors, text string, limit int) []match {
 	full := func() bool { return limit > 0 && len(found) >= 4*limit }
 	// try tries r at pos and returns where the search for r goes on.
 	try := func(r *rule, pos int) int {
-		if r.lineStart && !atLineStart(text, pos) {
+		if r.lineStart && !atLineStart(text, pos) || r.sentenceStart && !atSentenceStart(text, pos) {
 			return pos + 1
 		}
 		if !holdsAny(text[pos:min(pos+r.window, len(text))], r.requires) {
@@ -206,6 +206,17 @@ func atLineStart(text string, pos int) bool {
 		pos--
 	}
 	return pos == 0 || text[pos-1] == '\n'
+}
+
+// atSentenceStart reports whether pos starts a line or a sentence (after
+// at most one space): the text's start, or after a newline, a sentence's
+// end (. ! ?), a colon or semicolon, a quote, a bracket, or the - or >
+// that end markup such as <!-- or a list item.
+func atSentenceStart(text string, pos int) bool {
+	if pos > 0 && text[pos-1] == ' ' {
+		pos--
+	}
+	return pos == 0 || strings.IndexByte("\n.!?:;\"'([{<>*-", text[pos-1]) >= 0
 }
 
 // asciiLower lowercases the ASCII letters of s alone, so offsets in the
