@@ -12,8 +12,13 @@
 //     encodings a tool could hand it on in without meaning to hide it:
 //     URL-escaped, hex, and base64 (standard and URL alphabets, at every
 //     alignment, so the secret is found inside a longer base64 text such
-//     as an HTTP Basic credential). A secret shorter than MinSecretLength
-//     is ignored: redacting it would redact ordinary words.
+//     as an HTTP Basic credential), and with invisible format characters
+//     (zero-width spaces, soft hyphens) put inside it. A secret shorter
+//     than MinSecretLength (4) is ignored: redacting it would redact
+//     ordinary words; a short one's encodings are not looked for. A
+//     secret split across two strings, spaced out, reversed or otherwise
+//     re-encoded is not found: the step keeps a tool from echoing a
+//     secret by accident, not one that means to leak it.
 //   - The gateway's session tokens (tgs_ and 43 base64url characters),
 //     found by their shape: the gateway keeps only their hashes.
 //   - Values that look like credentials (ModeFull only): OpenAI-style keys (sk-…), AWS access key ids (AKIA…,

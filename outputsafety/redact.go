@@ -23,7 +23,7 @@ func secretNeedles(secrets []Secret) []needle {
 	seen := map[string]bool{}
 	var out []needle
 	add := func(text, name string) {
-		if len(text) >= MinSecretLength && !seen[text] {
+		if len(text) >= minEncodedSecretLength && !seen[text] {
 			seen[text] = true
 			out = append(out, needle{text: text, name: name})
 		}
@@ -36,7 +36,10 @@ func secretNeedles(secrets []Secret) []needle {
 		if name == "" {
 			name = "secret"
 		}
-		add(sec.Value, name)
+		if !seen[sec.Value] { // the secret itself, whatever its length
+			seen[sec.Value] = true
+			out = append(out, needle{text: sec.Value, name: name})
+		}
 		add(url.QueryEscape(sec.Value), name)
 		add(url.PathEscape(sec.Value), name)
 		add(hex.EncodeToString([]byte(sec.Value)), name)

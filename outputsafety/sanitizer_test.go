@@ -20,7 +20,7 @@ func newSanitizer() *outputsafety.Sanitizer {
 	return outputsafety.New(
 		outputsafety.Secret{Name: "agent_key", Value: agentKey},
 		outputsafety.Secret{Name: "llm_api_key", Value: llmKey},
-		outputsafety.Secret{Name: "client_key", Value: "short"}, // too short: ignored
+		outputsafety.Secret{Name: "client_key", Value: "abc"}, // too short: ignored
 	)
 }
 
@@ -47,7 +47,7 @@ func TestKnownSecretsRedacted(t *testing.T) {
 		{"b64 " + base64.StdEncoding.EncodeToString([]byte(agentKey)), ""},
 		{"basic " + basic, ""},
 		{"b64url x" + base64.RawURLEncoding.EncodeToString([]byte("yy"+agentKey)), ""},
-		{"short is fine", "short is fine"},
+		{"abc is fine", "abc is fine"},
 	}
 	for _, c := range cases {
 		for _, mode := range []outputsafety.Mode{outputsafety.ModeFull, outputsafety.ModeSecretsOnly} {
@@ -55,7 +55,7 @@ func TestKnownSecretsRedacted(t *testing.T) {
 			if c.want != "" && got != c.want {
 				t.Errorf("mode %d: %q → %q, want %q", mode, c.in, got, c.want)
 			}
-			if strings.Contains(c.in, "REDACT") || c.in == "short is fine" {
+			if strings.Contains(c.in, "REDACT") || c.in == "abc is fine" {
 				continue
 			}
 			if !strings.Contains(got, "[REDACTED:") || rep.Redacted == 0 {
@@ -66,6 +66,47 @@ func TestKnownSecretsRedacted(t *testing.T) {
 				t.Errorf("mode %d: %q still holds the key", mode, got)
 			}
 		}
+	}
+}
+
+// TestShortKnownSecretRedacted: a short known secret is still the secret
+// (review 16 F7), and so is its hex; one shorter than MinSecretLength is
+// ignored.
+func TestShortKnownSecretRedacted(t *testing.T) {
+	s := outputsafety.New(outputsafety.Secret{Name: "agent_key", Value: "hunter2"}, outputsafety.Secret{Name: "client_key", Value: "xyz"})
+	for in, want := range map[string]string{
+		"the key is hunter2":           "the key is [REDACTED:agent_key]",
+		"hex 68756e74657232, xyz kept": "hex [REDACTED:agent_key], xyz kept",
+	} {
+		for _, mode := range []outputsafety.Mode{outputsafety.ModeFull, outputsafety.ModeSecretsOnly} {
+			if got, _ := text(t, s, in, mode); got != want {
+				t.Errorf("mode %d: %q → %q, want %q", mode, in, got, want)
+			}
+		}
+	}
+}
+
+// TestKnownSecretWithFormatCharsRedacted: zero-width and other invisible
+// format characters put inside a known secret do not hide it (review 16
+// F8); the text around it, format characters included, is kept.
+func TestKnownSecretWithFormatCharsRedacted(t *testing.T) {
+	s := newSanitizer()
+	hidden := agentKey[:10] + "\u200b" + agentKey[10:20] + "\u00ad\u2060" + agentKey[20:]
+	cases := []struct{ in, want string }{
+		{"key " + hidden + " end", "key [REDACTED:agent_key] end"},
+		{"a\u200bb " + hidden + hidden + " " + llmKey[:5] + "\ufeff" + llmKey[5:], "a\u200bb [REDACTED:agent_key][REDACTED:agent_key] [REDACTED:llm_api_key]"},
+		{"zero\u200bwidth text without a secret", "zero\u200bwidth text without a secret"},
+	}
+	for _, c := range cases {
+		for _, mode := range []outputsafety.Mode{outputsafety.ModeFull, outputsafety.ModeSecretsOnly} {
+			if got, _ := text(t, s, c.in, mode); got != c.want {
+				t.Errorf("mode %d: %q → %q, want %q", mode, c.in, got, c.want)
+			}
+		}
+	}
+	out, rep := s.Sanitize(json.RawMessage(`{"`+hidden+`":"x"}`), outputsafety.ModeSecretsOnly)
+	if string(out) != `{"[REDACTED:agent_key]":"x"}` || rep.Redacted != 1 {
+		t.Errorf("key: %s (%d redacted)", out, rep.Redacted)
 	}
 }
 

@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/url"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
@@ -34,6 +37,31 @@ func newOutputGuard(e *Engine, cfg Config) outputGuard {
 		secrets = append(secrets, outputsafety.Secret{Name: "mcp_server_password", Value: urlPassword(m.Target)})
 	}
 	return outputGuard{outputsafety.New(secrets...)}
+}
+
+// shortKeyLength is the length under which a key gets a warning at start.
+const shortKeyLength = 16
+
+// warnShortKeys warns, at start, of an agent key or client key shorter
+// than shortKeyLength: easy to guess, and the safety step redacts its
+// text from tool outputs wherever it appears, ordinary words included —
+// or, under outputsafety.MinSecretLength, not at all.
+func warnShortKeys(e *Engine, cfg Config, log *slog.Logger) {
+	for _, k := range []struct{ name, flag, value string }{
+		{"agent key", "--agent-key", e.AgentKey()},
+		{"client key", "--client-key", cfg.ClientKey},
+	} {
+		n := utf8.RuneCountInString(k.value)
+		if k.value == "" || n >= shortKeyLength {
+			continue
+		}
+		redacted := "the safety step redacts it from tool outputs wherever its text appears"
+		if len(k.value) < outputsafety.MinSecretLength {
+			redacted = "too short for the safety step to redact it from tool outputs"
+		}
+		log.Warn(fmt.Sprintf("the %s is shorter than %d characters: easy to guess, and %s; give %s a long random value", k.name, shortKeyLength, redacted, k.flag),
+			"length", n)
+	}
 }
 
 // urlPassword is the password in a URL's user information, "" when none.
