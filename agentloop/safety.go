@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/toolgate/toolgate"
 )
@@ -69,7 +70,7 @@ func (r *Runner) guardResult(ctx context.Context, tool Tool, sessionID string, o
 		g.output = out.Output
 	} else if te, ok := err.(*toolgate.Error); ok {
 		out = r.Guard.GuardOutput(tool.Name(), errorJSON(te), full)
-		g.err = errorFromJSON(te.Code, out.Output, te)
+		g.err = errorFromJSON(out, te)
 	} else {
 		return g
 	}
@@ -150,17 +151,29 @@ func requiresSanitization(tool Tool) bool {
 }
 
 // toolErrorJSON is the part of a tool's error that the tool (or its
-// client) wrote, as the guard sees it.
+// client) wrote, as the guard sees it. The code is shown to the guard as
+// words ("IGNORE_ALL_PREVIOUS_INSTRUCTIONS" → "IGNORE ALL PREVIOUS
+// INSTRUCTIONS"), so that it is searched like the message: it reaches the
+// model too.
 type toolErrorJSON struct {
 	Error struct {
+		Code    string         `json:"code,omitempty"`
 		Message string         `json:"message"`
 		Details map[string]any `json:"details,omitempty"`
 	} `json:"error"`
 }
 
+// ErrorCodePath is where a finding in an error's code is
+// ($.error.code); CodeWithheld is the code the model is shown instead of
+// one that was flagged or redacted.
+const (
+	ErrorCodePath = "$.error.code"
+	CodeWithheld  = "TOOL_ERROR"
+)
+
 func errorJSON(te *toolgate.Error) json.RawMessage {
 	var e toolErrorJSON
-	e.Error.Message, e.Error.Details = te.Message, te.Details
+	e.Error.Code, e.Error.Message, e.Error.Details = codeWords(te.Code), te.Message, te.Details
 	b, err := json.Marshal(e)
 	if err != nil {
 		return json.RawMessage(`{"error":{}}`)
@@ -168,12 +181,25 @@ func errorJSON(te *toolgate.Error) json.RawMessage {
 	return b
 }
 
-// errorFromJSON rebuilds the error from its guarded message and details;
-// the original when they do not decode (they always should).
-func errorFromJSON(code string, guarded json.RawMessage, orig *toolgate.Error) *toolgate.Error {
+// codeWords is an error code as words, for the guard.
+func codeWords(code string) string { return strings.ReplaceAll(code, "_", " ") }
+
+// errorFromJSON rebuilds the error from its guarded code, message and
+// details; the original when they do not decode (they always should). A
+// code the guard flagged or changed becomes CodeWithheld.
+func errorFromJSON(out GuardedOutput, orig *toolgate.Error) *toolgate.Error {
 	var e toolErrorJSON
-	if json.Unmarshal(guarded, &e) != nil {
+	if json.Unmarshal(out.Output, &e) != nil {
 		return orig
+	}
+	code := orig.Code
+	if e.Error.Code != codeWords(orig.Code) {
+		code = CodeWithheld
+	}
+	for _, f := range out.Findings {
+		if f.Path == ErrorCodePath {
+			code = CodeWithheld
+		}
 	}
 	return &toolgate.Error{Code: code, Message: e.Error.Message, Details: e.Error.Details}
 }

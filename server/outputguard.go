@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate"
@@ -106,12 +108,14 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 		out.Output, findings, notice = res.Output, res.Findings, res.Notice
 	}
 	if c.Error != nil {
-		// The message and details a client wrote, as the agent loop
-		// guards them ({"error": {message, details}}).
-		raw, _ := json.Marshal(map[string]any{"error": map[string]any{"message": c.Error.Message, "details": c.Error.Details}})
+		// The code (as words), message and details a client wrote, as the
+		// agent loop guards them ({"error": {code, message, details}}).
+		codeWords := strings.ReplaceAll(c.Error.Code, "_", " ")
+		raw, _ := json.Marshal(map[string]any{"error": map[string]any{"code": codeWords, "message": c.Error.Message, "details": c.Error.Details}})
 		res := g.GuardOutput(c.Tool, raw, full)
 		var back struct {
 			Error struct {
+				Code    string          `json:"code"`
 				Message string          `json:"message"`
 				Details json.RawMessage `json:"details"`
 			} `json:"error"`
@@ -121,6 +125,9 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 			ce.Message, ce.Details = back.Error.Message, back.Error.Details
 			if string(ce.Details) == "null" {
 				ce.Details = nil
+			}
+			if back.Error.Code != codeWords || slices.ContainsFunc(res.Findings, func(f agentloop.OutputFinding) bool { return f.Path == agentloop.ErrorCodePath }) {
+				ce.Code = agentloop.CodeWithheld // flagged or redacted: it reaches the host's model
 			}
 			out.Error = &ce
 		}
