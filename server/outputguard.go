@@ -143,6 +143,19 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 	return gc
 }
 
+// ProgressGuard implements mcpserve.OutputGuard: a progress report
+// forwarded to an MCP host is redacted as the agent loop redacts the
+// progress it shows in a run's events.
+func (e *Engine) ProgressGuard(ctx context.Context, sid, tool string) func(json.RawMessage) json.RawMessage {
+	g, full := newOutputGuard(e, e.cfg), e.needsSanitization(ctx, sid, tool)
+	return func(report json.RawMessage) json.RawMessage {
+		if len(report) == 0 {
+			return report
+		}
+		return g.GuardOutput(tool, report, full).Output
+	}
+}
+
 // needsSanitization reports whether the output of tool (of session sid,
 // "" for a tool called without a session) passes the whole safety step:
 // its spec's requires_sanitization, else the default for where it runs

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -445,5 +446,53 @@ func TestRemoteToolDescriptionGuarded(t *testing.T) {
 	}
 	if shown["current_time"] == "" || shown["current_time"] == withheld {
 		t.Errorf("current_time shown as %q", shown["current_time"])
+	}
+}
+
+// TestMCPProgressRedacted: a client's progress report forwarded to an MCP
+// host is redacted as the agent loop redacts it: the agent key and a
+// credential never reach the host, in the message or in _meta.
+func TestMCPProgressRedacted(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("browser")
+	g.register(s, map[string]any{"name": "slow", "description": "Reports progress", "parameters": map[string]any{"type": "object"}})
+	client := g.openStream(s, "")
+	client.nextOfType("ready")
+	seen := make(chan *mcp.ProgressNotificationParams, 1)
+	answered := make(chan error, 1)
+	go func() {
+		defer close(answered)
+		req := client.nextOfType("tool_call_request")
+		id := req.Data["id"].(string)
+		status, body := g.do("POST", "/v1/sessions/"+s.ID+"/progress", s.Token, map[string]any{"type": "tool_progress", "id": id,
+			"progress": map[string]any{"current": 1, "total": 2, "message": "using key " + testAgentKey + " and password=hunter22"}})
+		if status != 200 {
+			answered <- fmt.Errorf("progress: %d %s", status, body)
+			return
+		}
+		<-seen // the host has it
+		if status, _ := g.answer(s, id, "done"); status != 200 {
+			answered <- fmt.Errorf("answer: %d", status)
+		}
+	}()
+	var got *mcp.ProgressNotificationParams
+	cs := mcpConnect(t, g, "/mcp/sessions/"+s.ID, mcpStateless, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			got = req.Params
+			seen <- req.Params
+		},
+	})
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	if res, err := mcpCall(t, cs, params); err != nil || res.IsError {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	all, _ := json.Marshal(got)
+	if got == nil || got.Progress != 1 || strings.Contains(string(all), testAgentKey) || strings.Contains(string(all), "hunter22") ||
+		!strings.Contains(got.Message, "using key [REDACTED:agent_key] and password=[REDACTED:credential]") {
+		t.Errorf("progress the host saw = %s", all)
 	}
 }
