@@ -36,6 +36,10 @@ type Runner struct {
 	// run's events and its stored messages see them (safety.go); nil
 	// passes them as they are.
 	Guard OutputGuard
+	// TrustRemoteOptOut honours a remote tool's requires_sanitization:
+	// false; without it a remote tool's output always passes the whole
+	// step (safety.go needsSanitization).
+	TrustRemoteOptOut bool
 }
 
 // ErrNoModel is returned by Start when no model is configured.
@@ -103,6 +107,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 		return
 	}
 	emit(Event{Type: EventRunStarted, RunID: run.ID, Run: summary(run)})
+	withheld := map[string]bool{} // tools whose description was withheld, logged once (safety_descriptions.go)
 	for ctx.Err() == nil {
 		if pending, step := unansweredToolCalls(run); len(pending) > 0 {
 			// Between steps, none of the run's calls in flight: the budget
@@ -150,7 +155,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			r.fail(ctx, run, toolgate.ErrorCode(err), "the run's tools are unavailable: "+toolgate.ErrorMessage(err), err, emit)
 			return
 		}
-		reply, err := r.Model.Complete(ctx, run.Messages, Definitions(tools))
+		reply, err := r.Model.Complete(ctx, run.Messages, Definitions(r.guardDescriptions(run.ID, tools, withheld)))
 		if err != nil {
 			if ctx.Err() != nil {
 				return

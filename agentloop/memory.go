@@ -106,6 +106,10 @@ func NewMemoryReadTool(m MemoryStore) *FuncTool[MemoryReadArgs] {
 				CreatedAt: noteTime(note.CreatedAt), UpdatedAt: noteTime(note.UpdatedAt)}, nil
 		})
 	t.IsReadOnly = true
+	// A note's text often came from outside (a page or a client's output
+	// the model copied): read back, it passes the safety step, so that
+	// an injection saved in one run is flagged again in the next.
+	t.ReachesOutside = true
 	return t
 }
 
@@ -162,6 +166,7 @@ func NewMemorySearchTool(m MemoryStore) *FuncTool[MemorySearchArgs] {
 			return out, nil
 		})
 	t.IsReadOnly = true
+	t.ReachesOutside = true // as memory_read's
 	return t
 }
 

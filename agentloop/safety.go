@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/toolgate/toolgate"
 )
@@ -69,7 +70,7 @@ func (r *Runner) guardResult(ctx context.Context, tool Tool, sessionID string, o
 		g.output = out.Output
 	} else if te, ok := err.(*toolgate.Error); ok {
 		out = r.Guard.GuardOutput(tool.Name(), errorJSON(te), full)
-		g.err = errorFromJSON(te.Code, out.Output, te)
+		g.err = errorFromJSON(out, te)
 	} else {
 		return g
 	}
@@ -86,16 +87,26 @@ func (r *Runner) guardProgress(tool Tool, progress json.RawMessage) json.RawMess
 	if r.Guard == nil || tool == nil || len(progress) == 0 {
 		return progress
 	}
-	return r.Guard.GuardOutput(tool.Name(), progress, requiresSanitization(tool)).Output
+	full := requiresSanitization(tool) || isRemote(tool) && !r.TrustRemoteOptOut
+	return r.Guard.GuardOutput(tool.Name(), progress, full).Output
 }
 
 // needsSanitization reports whether the tool's output passes the whole
-// safety step. The loop resolves a remote tool by its name alone
+// safety step. A remote tool's opt-out is honoured only when the runner
+// trusts it (TrustRemoteOptOut: only clients the operator gave the client
+// key to register tools); otherwise the party whose output is untrusted
+// would decide. The loop resolves a remote tool by its name alone
 // (Registry.Resolve), so its requires_sanitization is read from the
 // session's registered spec; a tool no longer listed (its session went
 // offline meanwhile) passes the whole step.
 func (r *Runner) needsSanitization(ctx context.Context, tool Tool, sessionID string) bool {
-	if gt, ok := tool.(*GatewayTool); ok && gt.source.Kind == toolgate.SourceRemote && gt.spec.RequiresSanitization == nil {
+	if !isRemote(tool) {
+		return requiresSanitization(tool)
+	}
+	if !r.TrustRemoteOptOut {
+		return true
+	}
+	if gt := tool.(*GatewayTool); gt.spec.RequiresSanitization == nil {
 		tools, err := r.Registry.ToolsFor(ctx, sessionID)
 		if err != nil {
 			return true
@@ -110,6 +121,26 @@ func (r *Runner) needsSanitization(ctx context.Context, tool Tool, sessionID str
 	return requiresSanitization(tool)
 }
 
+// isRemote reports whether the tool lives in a client's session.
+func isRemote(tool Tool) bool {
+	gt, ok := tool.(*GatewayTool)
+	return ok && gt.source.Kind == toolgate.SourceRemote
+}
+
+// NeedsSanitization reports whether the output of a tool with this spec,
+// from that source, passes the whole safety step:
+// toolgate.NeedsSanitization, except that a remote tool's
+// requires_sanitization: false is honoured only with trustRemoteOptOut
+// (the gateway requires a client key, so only clients the operator trusts
+// register tools). Sandboxed tools (NAME.json), imported MCP servers'
+// tools and built-ins are the operator's: their opt-out is honoured.
+func NeedsSanitization(spec toolgate.ToolSpec, source toolgate.ToolSource, trustRemoteOptOut bool) bool {
+	if source.Kind == toolgate.SourceRemote && !trustRemoteOptOut {
+		return true
+	}
+	return toolgate.NeedsSanitization(spec, source)
+}
+
 // requiresSanitization is the tool's SanitizationRequirer answer; a tool
 // without the trait passes the whole step.
 func requiresSanitization(tool Tool) bool {
@@ -120,17 +151,29 @@ func requiresSanitization(tool Tool) bool {
 }
 
 // toolErrorJSON is the part of a tool's error that the tool (or its
-// client) wrote, as the guard sees it.
+// client) wrote, as the guard sees it. The code is shown to the guard as
+// words ("IGNORE_ALL_PREVIOUS_INSTRUCTIONS" → "IGNORE ALL PREVIOUS
+// INSTRUCTIONS"), so that it is searched like the message: it reaches the
+// model too.
 type toolErrorJSON struct {
 	Error struct {
+		Code    string         `json:"code,omitempty"`
 		Message string         `json:"message"`
 		Details map[string]any `json:"details,omitempty"`
 	} `json:"error"`
 }
 
+// ErrorCodePath is where a finding in an error's code is
+// ($.error.code); CodeWithheld is the code the model is shown instead of
+// one that was flagged or redacted.
+const (
+	ErrorCodePath = "$.error.code"
+	CodeWithheld  = "TOOL_ERROR"
+)
+
 func errorJSON(te *toolgate.Error) json.RawMessage {
 	var e toolErrorJSON
-	e.Error.Message, e.Error.Details = te.Message, te.Details
+	e.Error.Code, e.Error.Message, e.Error.Details = codeWords(te.Code), te.Message, te.Details
 	b, err := json.Marshal(e)
 	if err != nil {
 		return json.RawMessage(`{"error":{}}`)
@@ -138,12 +181,25 @@ func errorJSON(te *toolgate.Error) json.RawMessage {
 	return b
 }
 
-// errorFromJSON rebuilds the error from its guarded message and details;
-// the original when they do not decode (they always should).
-func errorFromJSON(code string, guarded json.RawMessage, orig *toolgate.Error) *toolgate.Error {
+// codeWords is an error code as words, for the guard.
+func codeWords(code string) string { return strings.ReplaceAll(code, "_", " ") }
+
+// errorFromJSON rebuilds the error from its guarded code, message and
+// details; the original when they do not decode (they always should). A
+// code the guard flagged or changed becomes CodeWithheld.
+func errorFromJSON(out GuardedOutput, orig *toolgate.Error) *toolgate.Error {
 	var e toolErrorJSON
-	if json.Unmarshal(guarded, &e) != nil {
+	if json.Unmarshal(out.Output, &e) != nil {
 		return orig
+	}
+	code := orig.Code
+	if e.Error.Code != codeWords(orig.Code) {
+		code = CodeWithheld
+	}
+	for _, f := range out.Findings {
+		if f.Path == ErrorCodePath {
+			code = CodeWithheld
+		}
 	}
 	return &toolgate.Error{Code: code, Message: e.Error.Message, Details: e.Error.Details}
 }

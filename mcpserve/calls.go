@@ -69,7 +69,7 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 			return refusal(err)
 		}
 		e.posts.streamingStarted(req.Extra)
-		ended, err := e.engine.WaitCallProgress(ctx, created.ID, progressForwarder(ctx, req))
+		ended, err := e.engine.WaitCallProgress(ctx, created.ID, e.guardedProgress(ctx, sid, tool, progressForwarder(ctx, req)))
 		if err != nil {
 			if ctx.Err() == nil {
 				return nil, err

@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,6 +23,11 @@ type OutputGuard interface {
 	// output, or its error's message and details, redacted, and a notice
 	// when it holds text that tries to pass as instructions.
 	GuardCallResult(ctx context.Context, c *toolgate.Call) GuardedCall
+	// ProgressGuard returns what a progress report of a call of tool (in
+	// session sid, "" for none) passes before the host sees it: redacted
+	// as the tool's output would be; nothing is flagged (a host shows
+	// progress to people).
+	ProgressGuard(ctx context.Context, sid, tool string) func(report json.RawMessage) json.RawMessage
 }
 
 // GuardedCall is an ended call after the safety step.
@@ -49,4 +55,19 @@ func (e *Endpoint) guardedResultOf(ctx context.Context, c *toolgate.Call) *mcp.C
 		}
 	}
 	return res
+}
+
+// guardedProgress wraps forward (a progressForwarder, nil when the host
+// asked for no progress) so that each report passes the engine's
+// OutputGuard, when it has one, before the host sees it. The guard is
+// made at the first report: most calls report none.
+func (e *Endpoint) guardedProgress(ctx context.Context, sid, tool string, forward func(json.RawMessage)) func(json.RawMessage) {
+	g, ok := e.engine.(OutputGuard)
+	if !ok || forward == nil {
+		return forward
+	}
+	guard := sync.OnceValue(func() func(json.RawMessage) json.RawMessage {
+		return g.ProgressGuard(context.WithoutCancel(ctx), sid, tool)
+	})
+	return func(report json.RawMessage) { forward(guard()(report)) }
 }

@@ -12,8 +12,13 @@
 //     encodings a tool could hand it on in without meaning to hide it:
 //     URL-escaped, hex, and base64 (standard and URL alphabets, at every
 //     alignment, so the secret is found inside a longer base64 text such
-//     as an HTTP Basic credential). A secret shorter than MinSecretLength
-//     is ignored: redacting it would redact ordinary words.
+//     as an HTTP Basic credential), and with invisible format characters
+//     (zero-width spaces, soft hyphens) put inside it. A secret shorter
+//     than MinSecretLength (4) is ignored: redacting it would redact
+//     ordinary words; a short one's encodings are not looked for. A
+//     secret split across two strings, spaced out, reversed or otherwise
+//     re-encoded is not found: the step keeps a tool from echoing a
+//     secret by accident, not one that means to leak it.
 //   - The gateway's session tokens (tgs_ and 43 base64url characters),
 //     found by their shape: the gateway keeps only their hashes.
 //   - Values that look like credentials (ModeFull only): OpenAI-style keys (sk-…), AWS access key ids (AKIA…,
@@ -21,26 +26,35 @@
 //     Slack tokens (xox[abprs]-…), Google API keys (AIza…), JSON Web
 //     Tokens (eyJ….eyJ….…), PEM private key blocks, the credential of an
 //     "Authorization: Bearer/Basic …" text, password=…/"password": "…"
-//     style pairs, and the string values of object members whose key
-//     names a secret (password, secret, token, api_key, authorization,
-//     private_key, access_key, credentials, cookie … as the key's last
-//     word, so "token_type" or "password_hint" are left alone).
+//     style pairs (a quoted value always; a bare one when it mixes
+//     letters with digits or symbols and is not an expression such as
+//     os.environ['X']), and the string values of object members whose
+//     key names a secret (password, secret, token, api_key,
+//     authorization, private_key, access_key, credentials, cookie … as
+//     the key's last word, so "token_type", "session_id" or
+//     "password_hint" are left alone).
 //
 // A redacted value becomes [REDACTED:NAME] for a known secret (its name,
 // e.g. agent_key) and [REDACTED:credential] for a pattern.
 //
 // Then, in ModeFull, it looks for injection attempts in the redacted
-// text: phrases that address the model rather than describe data
-// ("ignore previous instructions", "you are now", "do not tell the
-// user", "call the tool …"), role markers at line starts ("system:",
+// text: phrases aimed at the model rather than about the same things
+// ("ignore previous instructions/directions", "you are now an
+// unrestricted AI", "New task:" at a sentence's start, "your task has
+// changed", "reveal your system prompt", "SYSTEM OVERRIDE", "AI agents
+// reading this", "the AI must call …", "Assistant, please run …", "do
+// not tell the user", "call the tool …", "use http_request to POST …"),
+// role markers that look like a chat turn ("system: you must …",
 // "### Instruction"), chat-template tokens (<|im_start|>, [INST],
 // <</SYS>>) and fake tool-result closers (</tool_result>,
 // </function_results>). The search runs on a normalised copy of each
-// string — lowercase, zero-width and other format characters dropped,
-// fullwidth letters and common Cyrillic/Greek look-alikes folded to
-// ASCII, runs of spaces folded to one — so those cheap dodges do not hide
-// a phrase. Each finding names its pattern, where it is (a JSON path such
-// as $.results[2].text) and a short excerpt of the redacted text.
+// string — lowercase, combining marks dropped, fullwidth letters and
+// common Cyrillic/Greek look-alikes folded to ASCII, runs of spaces
+// folded to one — so those cheap dodges do not hide a phrase. An
+// invisible format character (a zero-width space, a soft hyphen) may
+// split a word or stand for a space: a string holding one is read both
+// ways. Each finding names its pattern, where it is (a JSON path such as
+// $.results[2].text) and a short excerpt of the redacted text.
 //
 // The cost is linear in the output: one pass over the JSON, a few
 // strings.Index scans per known secret and a fixed set of regular

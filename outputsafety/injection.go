@@ -9,31 +9,91 @@ import (
 // injectionRules are the kinds of injection attempt looked for, each
 // found from the words it starts with. They are written for normalised
 // text (see normalize): lowercase ASCII letters; a space in a rule is any
-// one space or newline.
+// one space or newline. Each needs words aimed at the model — an
+// imperative about its instructions, a role for it, a chat turn — so that
+// text about the same things ("## Instructions", "system: linux", "you
+// are now logged in", "ignoring all interactive prompts") is left alone.
 var injectionRules = []rule{
-	requiring(injectionRule("ignore_instructions", `(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?|overrid(?:e|ing)|bypass(?:ing)?)\b(?: [\w']+){0,4}? (?:instructions?|prompts?|directives?|guidelines|guardrails|system (?:message|prompt))\b`,
-		"ignore", "ignoring", "disregard", "disregarding", "forget", "forgetting", "override", "overriding", "bypass", "bypassing"), "instruction", "prompt", "directive", "guideline", "guardrail", "message"),
-	requiring(injectionRule("disregard_above", `(?:ignore|disregard|forget) (?:all |everything |anything )?(?:(?:that |you were |was )?(?:said|told|written|stated) )?(?:above|before this|previously|so far)\b`,
+	// ignore/disregard/forget … previous/prior/above/your … instructions/directions/prompts/rules
+	requiring(injectionRule("ignore_instructions", ignoreVerb+` (?:(?:all|any|every one) (?:of )?)?(?:`+
+		`(?:(?:the|these|those|such|my|its|their) )?`+priorWord+`(?: (?:and|or|&) `+priorWord+`)? `+instructionNoun+
+		`|your (?:own )?(?:`+priorWord+`(?: (?:and|or|&) `+priorWord+`)? )?`+instructionNoun+
+		`|(?:the )?`+instructionNoun+` (?:above|before this|given (?:above|before|earlier|previously|to you)|you (?:were|have been) given|you received)`+
+		`)\b|`+ignoreVerb+` all (?:of )?(?:the )?(?:instructions?|directions|directives?|guidelines|guardrails|system (?:messages?|prompts?))\b`,
+		"ignore", "ignoring", "disregard", "disregarding", "forget", "forgetting", "override", "overriding", "bypass", "bypassing"),
+		"instruction", "direction", "directive", "prompt", "guideline", "guardrail", "rule", "order", "command", "programming", "constraint", "restriction", "message", "context"),
+	// ignore everything above. / disregard the above and …
+	requiring(injectionRule("disregard_above", `(?:ignore|disregard|forget) (?:all |everything |anything )?(?:(?:that |you were |was )?(?:said|told|written|stated) )?(?:the )?(?:above|before this|previously|so far)(?:[.,;:!)]|\n| and\b| (?:it|this|that)\b|$)`,
 		"ignore", "disregard", "forget"), "above", "before", "previously", "so far"),
-	requiring(injectionRule("role_change", `you are (?:now|no longer)\b|from now on,? you\b|pretend (?:to be|you are)\b|act as (?:an? )?(?:unrestricted|unfiltered|jailbroken)\b`,
+	// a new role for the model
+	requiring(injectionRule("role_change", `you are (?:now|no longer|from now on),? (?:an? |the |my |in )?(?:`+
+		`(?:new |unrestricted |unfiltered |uncensored |jailbroken |evil )?(?:ai|assistant|ai agent|llm|chatbot|language model)\b|dan\b|(?:unrestricted|unfiltered|uncensored|jailbroken|evil)\b|`+
+		`(?:developer|god|dan|jailbreak|debug|admin|sudo|unrestricted|unfiltered) mode\b|(?:bound|restricted|limited) by\b)`+
+		`|from now on,? you (?:are|will be) (?:an? |the )?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan|ai|assistant|chatbot)\b`+
+		`|from now on,? you (?:will |must |shall |should )?(?:act|respond|answer|reply|behave|speak) (?:only )?(?:as|like)\b`+
+		`|pretend (?:to be|you are|that you are)\b`+
+		`|you (?:must|will|shall|are to) now act as\b|(?:you (?:must|will|shall|should|are to) )?act as (?:an? )?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan)\b`,
 		"you", "from", "pretend", "act"), "now", "longer", "pretend", "act as"),
-	requiring(injectionRule("new_instructions", `(?:new|updated|revised|real|actual|additional|secret|hidden) (?:instructions?|system prompt|directives?|orders) ?:`,
-		"new", "updated", "revised", "real", "actual", "additional", "secret", "hidden"), "instruction", "prompt", "directive", "order"),
+	// New task: … / New instructions: …, at a line's or sentence's start
+	within(sentenceStartRule(requiring(injectionRule("new_instructions", `(?:new|updated|revised|real|actual|secret|hidden|true) (?:instructions?|system prompt|directives?|orders|tasks?|objective|goal|mission) ?[:!]`,
+		"new", "updated", "revised", "real", "actual", "secret", "hidden", "true"), ":", "!")), 48),
+	requiring(injectionRule("new_instructions", `your (?:new |real |actual |true |only |next )?(?:task|instructions|goal|objective|mission) (?:has|have) (?:now )?(?:changed|been (?:changed|updated|replaced|overridden))\b`+
+		`|your (?:new|real|actual|true) (?:task|instructions?|goal|objective|mission) (?:is|are)\b`, "your"), "task", "instruction", "goal", "objective", "mission"),
 	requiring(injectionRule("new_instructions", `instructions? (?:for|to) (?:the )?(?:ai|assistant|model|llm|agent|chatbot)\b`, "instruction", "instructions"), "ai", "assistant", "model", "llm", "agent", "chatbot"),
-	requiring(injectionRule("system_prompt", `(?:system|initial) prompt\b|hidden instructions\b|developer message\b`, "system", "initial", "hidden", "developer"), "prompt", "instructions", "message"),
-	within(requiring(lineStartRule(injectionRule("role_marker", `(?:system|assistant|developer) ?:`, "system", "assistant", "developer")), ":"), 16),
-	within(requiring(lineStartRule(injectionRule("role_marker", `#{2,} ?(?:instructions?|system|assistant|response)\b`, "##")), "instruction", "system", "assistant", "response"), 40),
+	// asks for the model's prompt
+	requiring(injectionRule("system_prompt", `(?:print|reveal|show|repeat|output|disclose|leak|display|dump|recite|send|share|write out|tell me|give me|return) (?:me |us )?(?:back )?(?:all (?:of )?|everything in )?`+
+		`(?:your (?:full |entire |complete |exact |original |initial |hidden |secret )?(?:system prompt|initial prompt|prompt|instructions|hidden instructions|system message)`+
+		`|the (?:full |entire |complete |exact |original |initial |hidden |secret )?(?:system prompt|initial prompt|hidden instructions|system message))\b`+
+		`|(?:words|lines|sentences|characters|text|contents?) of your (?:system |initial |original )?(?:prompt|instructions|system message)\b`,
+		"print", "reveal", "show", "repeat", "output", "disclose", "leak", "display", "dump", "recite", "send", "share", "write", "tell", "give", "return",
+		"words", "lines", "sentences", "characters", "text", "content", "contents"), "prompt", "instruction", "message"),
+	// a chat turn: "system: you must …" at a line's start
+	within(requiring(lineStartRule(injectionRule("role_marker", `(?:system|assistant|developer) ?: ?(?:you\b|your\b|ignore|disregard|forget|from now on|do not|don't|never\b|always\b|new (?:task|instructions?)\b|act as|respond|reply|answer only|call\b|run\b|execute|send\b|reveal|print\b|override|obey|comply|follow|i am\b|i'm\b|the (?:ai|assistant|model|user)\b|as an ai)`,
+		"system", "assistant", "developer")), ":"), 48),
+	// a prompt template's turn: "### Instruction:", "### Response:", a lone "### Instruction" line
+	within(requiring(lineStartRule(injectionRule("role_marker", `#{2,} ?(?:(?:instruction|response|system|assistant|user|human|input) ?:|instruction ?(?:\n|$))`, "##")),
+		"instruction", "system", "assistant", "response", "user", "human", "input"), 40),
 	within(requiring(injectionRule("chat_template_token", `<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\|>`, "<|"), "|>"), 24),
 	injectionRule("chat_template_token", `\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>`, "[inst]", "[/inst]", "<<sys>>", "<</sys>>", "<start_of_turn>", "<end_of_turn>"),
 	within(requiring(injectionRule("fake_tool_result_end", `</(?:tool_results?|tool_output|tool_response|function_results?|function_output|tool_data|tool_call)>`, "</"), "tool", "function"), 24),
 	requiring(injectionRule("fake_tool_result_end", `end of (?:the )?tool (?:output|result|data)\b`, "end"), "tool"),
 	requiring(injectionRule("conceal_from_user", `(?:do not|don't|never) (?:tell|inform|mention|reveal|show|let on to) (?:this (?:to )?)?(?:the )?(?:user|human|operator)\b|without (?:telling|informing|asking) (?:the )?(?:user|human)\b`,
 		"do", "don't", "never", "without"), "user", "human", "operator"),
+	// call the tool X with … / call send_email with … / use http_request to POST …
 	requiring(injectionRule("tool_call_directive", `(?:call|invoke|use|run|execute) (?:the )?(?:tool|function) [\w.-]+ (?:with|using|passing)\b|(?:call|invoke|run|execute) (?:the )?[\w.-]+ (?:tool|function) (?:with|using|passing|now)\b`,
 		"call", "invoke", "use", "run", "execute"), "tool", "function"),
+	requiring(injectionRule("tool_call_directive", `(?:call|invoke|run|execute) (?:the )?(?:tool |function )?`+toolName+` (?:tool |function )?(?:with|using|passing|now|immediately)\b`+
+		`|use (?:the )?(?:tool |function )?`+toolName+` (?:tool |function )?to (?:post|send|upload|email|forward|delete|remove|exfiltrate|transfer|leak|share|collect|write)\b`,
+		"call", "invoke", "use", "run", "execute"), "_"),
+	// text that speaks to the model
 	requiring(injectionRule("addresses_the_model", `(?:attention|note|message|important) (?:to |for )?(?:the |all )?(?:ai|assistant|llm|language model|ai agent|chatbot)s? ?[:,!]|if you are an? (?:ai|llm|language model|assistant|ai agent)\b`,
 		"attention", "note", "message", "important", "if"), "ai", "assistant", "llm", "language model", "chatbot"),
+	requiring(injectionRule("addresses_the_model", `(?:ai|llm|language model|ai agent|agent|assistant|chatbot|bot|model)s? (?:reading|processing|parsing|summari[sz]ing|seeing|viewing|crawling|scraping) this\b`,
+		"ai", "ais", "llm", "llms", "language", "agent", "agents", "assistant", "assistants", "chatbot", "chatbots", "bot", "bots", "model", "models"), "this"),
+	// the AI must call …, the assistant must now send …
+	requiring(injectionRule("addresses_the_model", `(?:ai|llm|chatbot|ai agent|ai assistant|language model) (?:must|should|will|shall|needs to|has to|is to|is required to) (?:now |immediately |first )?`+modelVerb+`\b`+
+		`|(?:agent|assistant|model) (?:must|should|will|shall|needs to|has to|is to) (?:now|immediately|first) `+modelVerb+`\b`+
+		`|(?:agent|assistant|model) (?:must|should|will|shall) (?:now |immediately )?(?:call|use|run|invoke|execute) (?:the )?(?:tool |function )?`+toolName,
+		"ai", "llm", "chatbot", "language", "agent", "assistant", "model"), "must", "should", "will", "shall", "need", "has to", "is to", "required"),
+	// Assistant, please run …
+	within(sentenceStartRule(requiring(injectionRule("addresses_the_model", `(?:(?:hey|dear|ok|okay|attention),? )?(?:ai|assistant|agent|model|llm|chatbot|claude|chatgpt|gpt|gemini|copilot)s?, (?:(?:please|now|immediately|you must|you should) )*`+modelVerb+`\b`,
+		"hey", "dear", "ok", "okay", "attention", "ai", "assistant", "agent", "model", "llm", "chatbot", "claude", "chatgpt", "gpt", "gemini", "copilot"), ",")), 80),
+	// SYSTEM OVERRIDE: … / developer mode enabled
+	requiring(injectionRule("override_claim", `(?:system|admin|administrator|developer|root|sudo|security|emergency|god) override\b|(?:developer|god|dan|jailbreak|debug|unrestricted|sudo) mode (?:is )?(?:now )?(?:enabled|activated|on|engaged|unlocked)\b`,
+		"system", "admin", "administrator", "developer", "root", "sudo", "security", "emergency", "god", "dan", "jailbreak", "debug", "unrestricted"), "override", "mode"),
 }
+
+// Parts of injectionRules.
+const (
+	ignoreVerb = `(?:ignor(?:e|ing)|disregard(?:ing)?|forget(?:ting)?|overrid(?:e|ing)|bypass(?:ing)?)`
+	// priorWord qualifies the instructions an attack wants dropped.
+	priorWord       = `(?:previous|prior|above|earlier|preceding|foregoing|former|original|initial|old|given|safety|programmed|built-in)`
+	instructionNoun = `(?:instructions?|directions?|directives?|prompts?|guidelines|guardrails|rules|orders|commands|programming|constraints|restrictions|system (?:messages?|prompts?)|context)`
+	// toolName is a tool's name as agents' tools are written: words joined by _.
+	toolName = `[a-z][a-z0-9]*_[\w.-]+`
+	// modelVerb is what an attack tells the model to do.
+	modelVerb = `(?:call|use|run|send|execute|invoke|email|forward|post|upload|delete|ignore|forget|disregard|reveal|print|transfer|write|fetch|visit|open|output|say|reply|respond|tell|stop)`
+)
 
 // injectionRule builds a rule for normalised text; its anchors that are
 // words match whole words.
@@ -57,6 +117,13 @@ func lineStartRule(r rule) rule {
 	return r
 }
 
+// sentenceStartRule returns r matching only at the start of a line or a
+// sentence (see atSentenceStart).
+func sentenceStartRule(r rule) rule {
+	r.sentenceStart = true
+	return r
+}
+
 // injectionWindow bounds the text one injection match may span.
 const injectionWindow = 160
 
@@ -76,15 +143,42 @@ func findInjections(str string, path func() string, rep *Report) {
 	if room <= 0 {
 		return
 	}
-	norm := normalize(str)
+	// An invisible format character (soft hyphen, zero-width space…) may
+	// split a word to hide it ("ig\u200bnore") or stand for the space
+	// between two ("ignore\u00adall"): the text is read both ways, the
+	// second only when it holds one.
+	norm, formatChars := normalize(str, false)
 	found := findAll(injectionRules, injectionWords, norm, room)
-	if len(found) == 0 {
-		return
+	var where string
+	add := func(norm string, found []match) {
+		for _, m := range found {
+			if where == "" {
+				where = path()
+			}
+			rep.Findings = append(rep.Findings, Finding{Pattern: m.rule.name, Path: where, Excerpt: excerpt(norm, m.start, m.end)})
+		}
 	}
-	where := path()
+	add(norm, found)
+	if room -= len(found); formatChars && room > 0 {
+		spaced, _ := normalize(str, true)
+		var more []match
+		for _, m := range findAll(injectionRules, injectionWords, spaced, room) {
+			if !holdsRule(found, m.rule) {
+				more = append(more, m) // what only the spaced reading finds
+			}
+		}
+		add(spaced, more)
+	}
+}
+
+// holdsRule reports whether found holds a match of r.
+func holdsRule(found []match, r *rule) bool {
 	for _, m := range found {
-		rep.Findings = append(rep.Findings, Finding{Pattern: m.rule.name, Path: where, Excerpt: excerpt(norm, m.start, m.end)})
+		if m.rule.name == r.name {
+			return true
+		}
 	}
+	return false
 }
 
 // excerpt is the text around norm[start:end], bounded, cut at rune
@@ -117,11 +211,13 @@ func excerpt(norm string, start, end int) string {
 }
 
 // normalize folds the text the patterns are matched against: lowercase;
-// zero-width, bidi and other format characters and combining marks
-// dropped; fullwidth forms, mathematical letters and the common Cyrillic
-// and Greek look-alikes folded to ASCII; curly quotes made straight; a
-// run of spaces made one space, or one newline when it holds one.
-func normalize(s string) string {
+// combining marks dropped; fullwidth forms, mathematical letters and the
+// common Cyrillic and Greek look-alikes folded to ASCII; curly quotes made
+// straight; a run of spaces made one space, or one newline when it holds
+// one. Invisible format characters (Unicode category Cf: zero-width
+// spaces and joiners, soft hyphens, bidi controls…) are dropped, or with
+// formatAsSpace read as a space; formatChars reports whether s held one.
+func normalize(s string, formatAsSpace bool) (norm string, formatChars bool) {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := byte(0) // pending ' ' or '\n'
@@ -155,6 +251,12 @@ func normalize(s string) string {
 		i += size
 		r = foldRune(r)
 		switch {
+		case r == formatChar:
+			formatChars = true
+			if formatAsSpace && space == 0 {
+				space = ' '
+			}
+			continue
 		case r < 0:
 			continue // dropped
 		case unicode.IsSpace(r):
@@ -169,8 +271,11 @@ func normalize(s string) string {
 		b.WriteRune(r)
 	}
 	flushSpace()
-	return b.String()
+	return b.String(), formatChars
 }
+
+// formatChar is what foldRune maps an invisible format character to.
+const formatChar = -2
 
 // foldRune maps one non-ASCII rune to what the patterns see: an ASCII
 // letter for a look-alike, -1 for a rune that is dropped.
@@ -188,8 +293,10 @@ func foldRune(r rune) rune {
 		return '\''
 	case r == '\u201C' || r == '\u201D':
 		return '"'
-	case unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r):
-		return -1 // zero-width, bidi, soft hyphen, variation selectors, combining marks
+	case unicode.Is(unicode.Cf, r):
+		return formatChar // zero-width, bidi, soft hyphen
+	case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r):
+		return -1 // combining marks, variation selectors
 	}
 	if a, ok := lookAlikes[r]; ok {
 		return a

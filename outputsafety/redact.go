@@ -23,7 +23,7 @@ func secretNeedles(secrets []Secret) []needle {
 	seen := map[string]bool{}
 	var out []needle
 	add := func(text, name string) {
-		if len(text) >= MinSecretLength && !seen[text] {
+		if len(text) >= minEncodedSecretLength && !seen[text] {
 			seen[text] = true
 			out = append(out, needle{text: text, name: name})
 		}
@@ -36,7 +36,10 @@ func secretNeedles(secrets []Secret) []needle {
 		if name == "" {
 			name = "secret"
 		}
-		add(sec.Value, name)
+		if !seen[sec.Value] { // the secret itself, whatever its length
+			seen[sec.Value] = true
+			out = append(out, needle{text: sec.Value, name: name})
+		}
 		add(url.QueryEscape(sec.Value), name)
 		add(url.PathEscape(sec.Value), name)
 		add(hex.EncodeToString([]byte(sec.Value)), name)
@@ -73,14 +76,15 @@ func base64Cores(secret string) []string {
 // secretWords are the words that make an object member's key name a
 // secret when the key ends with one of them ("github_token",
 // "clientSecret", "X-Api-Key", "set-cookie"); "token_type" or
-// "password_hint" end with another word and are left alone.
+// "password_hint" end with another word and are left alone. Ids are not
+// secrets ("session_id"), nor are counts ("max_tokens", "tokens").
 var secretWords = map[string]bool{
 	"password": true, "passwords": true, "passwd": true, "passphrase": true, "pwd": true,
-	"secret": true, "secrets": true, "token": true, "tokens": true,
+	"secret": true, "secrets": true, "token": true,
 	"apikey": true, "apikeys": true, "authorization": true, "auth": true,
 	"privatekey": true, "accesskey": true, "secretkey": true, "signingkey": true,
 	"credential": true, "credentials": true, "cookie": true, "cookies": true,
-	"sessionid": true, "sessionkey": true, "clientkey": true, "agentkey": true,
+	"sessionkey": true, "clientkey": true, "agentkey": true,
 }
 
 // namesSecret reports whether an object key names a secret: its last word,
@@ -155,14 +159,23 @@ func redactSessionTokens(str string) (string, int) {
 	return replaceMatches(str, findAll(sessionTokenRule, nil, str, 0), "session_token", func(match) bool { return true })
 }
 
+// secretNames are the names a pair rule finds a credential after.
+const secretNames = `(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?access[_-]?key|` +
+	`access[_-]?token|refresh[_-]?token|auth[_-]?token|session[_-]?token|private[_-]?key|token)["']?\s*[:=]\s*`
+
+// secretNameAnchors are the words secretNames start with.
+var secretNameAnchors = []string{"password", "passwd", "pwd", "passphrase", "secret", "client", "api", "access", "refresh", "auth", "session", "private", "token"}
+
 // pairRules match a credential named by what precedes it; the first
-// group is redacted, the name kept. They run on the text with its ASCII
-// letters lowercased.
+// group that matched is redacted, the name kept. They run on the text
+// with its ASCII letters lowercased.
 var pairRules = []rule{
-	// password=…, "api_key": "…", token: …
-	newRule("named_value", `(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?access[_-]?key|`+
-		`access[_-]?token|refresh[_-]?token|auth[_-]?token|session[_-]?token|private[_-]?key|token)["']?\s*[:=]\s*["']?([^\s"'<>,;&\[\]{}]{4,})`, 512,
-		"password", "passwd", "pwd", "passphrase", "secret", "client", "api", "access", "refresh", "auth", "session", "private", "token"),
+	// password="…", 'api_key': '…' (groups 1, 2): a quoted value is a
+	// literal, a secret whatever it looks like. password=hunter22,
+	// API_KEY: 9f8e… (group 3): a bare value only when it looks like a
+	// secret (namedValueLooksSecret), not an expression such as
+	// os.environ['X'] or input(…) in code.
+	newRule("named_value", secretNames+`(?:"([^"\n]{4,256})"|'([^'\n]{4,256})'|([^\s"'<>,;&\[\]{}()]{8,256}))`, 512, secretNameAnchors...),
 	// Authorization: Bearer …
 	newRule("authorization", `authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?([^\s"'<>,;\[\]{}]{8,})`, 4096, "authorization"),
 	// a bare Bearer or Basic credential (kept unless it mixes letters and digits)
@@ -182,10 +195,66 @@ func redactCredentials(str string) (string, int) {
 	})
 	n += k
 	str, k = replaceMatches(str, findAll(pairRules, nil, asciiLower(str), 0), "credential", func(m match) bool {
-		return m.rule.name != "bearer" || looksRandom(str[m.start:m.end]) // "Basic information…"
+		switch m.rule.name {
+		case "bearer":
+			return looksRandom(str[m.start:m.end]) // "Basic information…"
+		case "named_value":
+			return m.group != 3 || namedValueLooksSecret(str, m.start, m.end)
+		}
+		return true
 	})
 	return str, n + k
 }
+
+// namedValueLooksSecret reports whether the bare value str[start:end]
+// after a secret's name looks like a secret rather than code: it mixes
+// letters with digits or symbols, and is not an expression — a dotted
+// name (os.environ, config.api_key2) or one that is called or indexed
+// (getenv(…), env[…]).
+func namedValueLooksSecret(str string, start, end int) bool {
+	v := str[start:end]
+	if end < len(str) && (str[end] == '(' || str[end] == '[') {
+		return false
+	}
+	if isDottedName(v) {
+		return false
+	}
+	letter, other := false, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letter = true
+		case c == '_' || c == '.' || c == '-':
+		default:
+			other = true // a digit, a symbol, a non-ASCII letter
+		}
+	}
+	return letter && other
+}
+
+// isDottedName reports whether v is names joined by dots, as code
+// writes a field or module lookup: os.environ, settings.API_KEY_2. A
+// name starts with a letter or _ and has no digit followed by a letter
+// (ya29.a0AfH6 is a token, not a lookup).
+func isDottedName(v string) bool {
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || !(p[0] == '_' || p[0] >= 'a' && p[0] <= 'z' || p[0] >= 'A' && p[0] <= 'Z') {
+			return false
+		}
+		for i := 0; i < len(p); i++ {
+			if !isWordByte(p[i]) || i > 0 && isDigit(p[i-1]) && p[i] != '_' && !isDigit(p[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // replaceMatches replaces the matches keep accepts with the placeholder
 // of name.

@@ -22,9 +22,9 @@ type rule struct {
 	words []string
 	// word requires an anchor that begins with a letter or digit to start
 	// a word; lineStart requires it to start a line (after at most one
-	// space).
-	word, lineStart bool
-	window          int
+	// space); sentenceStart a line or a sentence (atSentenceStart).
+	word, lineStart, sentenceStart bool
+	window                         int
 	// requires, when set, lists literals one of which every match holds:
 	// a window holding none is not tried (a cheap look that keeps text
 	// full of anchors from costing a regexp try at each).
@@ -34,11 +34,13 @@ type rule struct {
 // firstTryWindow is the window of a rule's first try at an anchor.
 const firstTryWindow = 128
 
-// match is one place a rule matched: the span to act on (its first
-// group when the expression has one, else the whole match).
+// match is one place a rule matched: the span to act on (the first of
+// its groups that took part when the expression has groups, else the
+// whole match).
 type match struct {
 	rule       *rule
 	start, end int
+	group      int // the group the span is, from 1; 0 for the whole match
 }
 
 // newRule compiles a rule; expr is written to match at the anchor and
@@ -98,7 +100,7 @@ func findAll(rules []rule, words wordAnchors, text string, limit int) []match {
 	full := func() bool { return limit > 0 && len(found) >= 4*limit }
 	// try tries r at pos and returns where the search for r goes on.
 	try := func(r *rule, pos int) int {
-		if r.lineStart && !atLineStart(text, pos) {
+		if r.lineStart && !atLineStart(text, pos) || r.sentenceStart && !atSentenceStart(text, pos) {
 			return pos + 1
 		}
 		if !holdsAny(text[pos:min(pos+r.window, len(text))], r.requires) {
@@ -116,11 +118,14 @@ func findAll(rules []rule, words wordAnchors, text string, limit int) []match {
 		if loc == nil {
 			return pos + 1
 		}
-		s, e := loc[0], loc[1]
-		if len(loc) >= 4 && loc[2] >= 0 {
-			s, e = loc[2], loc[3]
+		s, e, group := loc[0], loc[1], 0
+		for g := 2; g+1 < len(loc); g += 2 { // the first group that took part
+			if loc[g] >= 0 {
+				s, e, group = loc[g], loc[g+1], g/2
+				break
+			}
 		}
-		found = append(found, match{rule: r, start: pos + s, end: pos + e})
+		found = append(found, match{rule: r, start: pos + s, end: pos + e, group: group})
 		return pos + max(loc[1], 1)
 	}
 	if len(words) > 0 {
@@ -201,6 +206,17 @@ func atLineStart(text string, pos int) bool {
 		pos--
 	}
 	return pos == 0 || text[pos-1] == '\n'
+}
+
+// atSentenceStart reports whether pos starts a line or a sentence (after
+// at most one space): the text's start, or after a newline, a sentence's
+// end (. ! ?), a colon or semicolon, a quote, a bracket, or the - or >
+// that end markup such as <!-- or a list item.
+func atSentenceStart(text string, pos int) bool {
+	if pos > 0 && text[pos-1] == ' ' {
+		pos--
+	}
+	return pos == 0 || strings.IndexByte("\n.!?:;\"'([{<>*-", text[pos-1]) >= 0
 }
 
 // asciiLower lowercases the ASCII letters of s alone, so offsets in the

@@ -3,12 +3,23 @@ package outputsafety
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MinSecretLength is the shortest known secret a Sanitizer redacts: a
-// shorter one would redact ordinary words and numbers.
-const MinSecretLength = 8
+// shorter one would redact ordinary words and numbers. A short secret is
+// still the secret — "hunter2" is redacted — but its encodings (hex,
+// base64…) are looked for only when they are at least
+// minEncodedSecretLength long, for a short one's would be found in
+// unrelated hex and base64 text.
+const MinSecretLength = 4
+
+// minEncodedSecretLength is the shortest encoding of a known secret
+// looked for (see MinSecretLength).
+const minEncodedSecretLength = 8
 
 // MaxFindings bounds the findings one output reports; the output is
 // flagged all the same when it holds more.
@@ -112,7 +123,9 @@ func (s *Sanitizer) redactPath(p string) string {
 	return p
 }
 
-// redactKnown replaces every known secret (in every encoding) in str.
+// redactKnown replaces every known secret (in every encoding) in str,
+// also when invisible format characters (zero-width spaces, soft
+// hyphens…) were put inside it.
 func (s *Sanitizer) redactKnown(str string) (string, int) {
 	total := 0
 	for _, nd := range s.needles {
@@ -123,7 +136,96 @@ func (s *Sanitizer) redactKnown(str string) (string, int) {
 		str = strings.ReplaceAll(str, nd.text, placeholder(nd.name))
 		total += n
 	}
+	if len(s.needles) > 0 && holdsFormatChar(str) {
+		var n int
+		str, n = s.redactKnownHidden(str)
+		total += n
+	}
 	return str, total
+}
+
+// redactKnownHidden finds the known secrets in str with its invisible
+// format characters removed, and replaces each in str where it lies,
+// format characters and all. One pass to strip, one strings.Index scan
+// per needle: linear in str.
+func (s *Sanitizer) redactKnownHidden(str string) (string, int) {
+	stripped, from := stripFormatChars(str)
+	type found struct {
+		start, end int // in str
+		name       string
+	}
+	var ms []found
+	var taken []bool // stripped's bytes already in a match, made at the first
+	for _, nd := range s.needles {
+		for at := 0; ; {
+			k := strings.Index(stripped[at:], nd.text)
+			if k < 0 {
+				break
+			}
+			start, end := at+k, at+k+len(nd.text)
+			at = end
+			if taken == nil {
+				taken = make([]bool, len(stripped))
+			}
+			if taken[start] || taken[end-1] {
+				continue // inside a longer needle's match (needles are longest first)
+			}
+			for i := start; i < end; i++ {
+				taken[i] = true
+			}
+			// A needle is valid UTF-8, so its match ends at a rune's end.
+			ms = append(ms, found{start: int(from[start]), end: int(from[end-1]) + 1, name: nd.name})
+		}
+	}
+	if len(ms) == 0 {
+		return str, 0
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].start < ms[j].start })
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		b.WriteString(str[last:m.start])
+		b.WriteString(placeholder(m.name))
+		last = m.end
+	}
+	b.WriteString(str[last:])
+	return b.String(), len(ms)
+}
+
+// holdsFormatChar reports whether str holds an invisible format character
+// (Unicode category Cf).
+func holdsFormatChar(str string) bool {
+	for i := 0; i < len(str); {
+		if str[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(str[i:])
+		if unicode.Is(unicode.Cf, r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+// stripFormatChars returns str without its invisible format characters,
+// and for each byte of the result the offset of that byte in str.
+func stripFormatChars(str string) (string, []int32) {
+	var b strings.Builder
+	b.Grow(len(str))
+	from := make([]int32, 0, len(str))
+	for i := 0; i < len(str); {
+		r, size := utf8.DecodeRuneInString(str[i:])
+		if r < utf8.RuneSelf || !unicode.Is(unicode.Cf, r) {
+			b.WriteString(str[i : i+size])
+			for k := 0; k < size; k++ {
+				from = append(from, int32(i+k))
+			}
+		}
+		i += size
+	}
+	return b.String(), from
 }
 
 // placeholder is what a redacted value becomes.

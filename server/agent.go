@@ -95,6 +95,8 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	// Tool outputs pass the safety step before a model sees them.
 	a.Runner.Guard = newOutputGuard(e, cfg)
+	warnShortKeys(e, cfg, log)
+	a.Runner.TrustRemoteOptOut = cfg.ClientKey != "" // only clients given the key register tools
 	claim := a.claimOrphanRuns
 	e.onOrphanRuns.Store(&claim)
 	return a, nil

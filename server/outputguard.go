@@ -3,7 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
@@ -34,6 +39,31 @@ func newOutputGuard(e *Engine, cfg Config) outputGuard {
 		secrets = append(secrets, outputsafety.Secret{Name: "mcp_server_password", Value: urlPassword(m.Target)})
 	}
 	return outputGuard{outputsafety.New(secrets...)}
+}
+
+// shortKeyLength is the length under which a key gets a warning at start.
+const shortKeyLength = 16
+
+// warnShortKeys warns, at start, of an agent key or client key shorter
+// than shortKeyLength: easy to guess, and the safety step redacts its
+// text from tool outputs wherever it appears, ordinary words included —
+// or, under outputsafety.MinSecretLength, not at all.
+func warnShortKeys(e *Engine, cfg Config, log *slog.Logger) {
+	for _, k := range []struct{ name, flag, value string }{
+		{"agent key", "--agent-key", e.AgentKey()},
+		{"client key", "--client-key", cfg.ClientKey},
+	} {
+		n := utf8.RuneCountInString(k.value)
+		if k.value == "" || n >= shortKeyLength {
+			continue
+		}
+		redacted := "the safety step redacts it from tool outputs wherever its text appears"
+		if len(k.value) < outputsafety.MinSecretLength {
+			redacted = "too short for the safety step to redact it from tool outputs"
+		}
+		log.Warn(fmt.Sprintf("the %s is shorter than %d characters: easy to guess, and %s; give %s a long random value", k.name, shortKeyLength, redacted, k.flag),
+			"length", n)
+	}
 }
 
 // urlPassword is the password in a URL's user information, "" when none.
@@ -78,12 +108,14 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 		out.Output, findings, notice = res.Output, res.Findings, res.Notice
 	}
 	if c.Error != nil {
-		// The message and details a client wrote, as the agent loop
-		// guards them ({"error": {message, details}}).
-		raw, _ := json.Marshal(map[string]any{"error": map[string]any{"message": c.Error.Message, "details": c.Error.Details}})
+		// The code (as words), message and details a client wrote, as the
+		// agent loop guards them ({"error": {code, message, details}}).
+		codeWords := strings.ReplaceAll(c.Error.Code, "_", " ")
+		raw, _ := json.Marshal(map[string]any{"error": map[string]any{"code": codeWords, "message": c.Error.Message, "details": c.Error.Details}})
 		res := g.GuardOutput(c.Tool, raw, full)
 		var back struct {
 			Error struct {
+				Code    string          `json:"code"`
 				Message string          `json:"message"`
 				Details json.RawMessage `json:"details"`
 			} `json:"error"`
@@ -93,6 +125,9 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 			ce.Message, ce.Details = back.Error.Message, back.Error.Details
 			if string(ce.Details) == "null" {
 				ce.Details = nil
+			}
+			if back.Error.Code != codeWords || slices.ContainsFunc(res.Findings, func(f agentloop.OutputFinding) bool { return f.Path == agentloop.ErrorCodePath }) {
+				ce.Code = agentloop.CodeWithheld // flagged or redacted: it reaches the host's model
 			}
 			out.Error = &ce
 		}
@@ -108,10 +143,24 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 	return gc
 }
 
+// ProgressGuard implements mcpserve.OutputGuard: a progress report
+// forwarded to an MCP host is redacted as the agent loop redacts the
+// progress it shows in a run's events.
+func (e *Engine) ProgressGuard(ctx context.Context, sid, tool string) func(json.RawMessage) json.RawMessage {
+	g, full := newOutputGuard(e, e.cfg), e.needsSanitization(ctx, sid, tool)
+	return func(report json.RawMessage) json.RawMessage {
+		if len(report) == 0 {
+			return report
+		}
+		return g.GuardOutput(tool, report, full).Output
+	}
+}
+
 // needsSanitization reports whether the output of tool (of session sid,
 // "" for a tool called without a session) passes the whole safety step:
 // its spec's requires_sanitization, else the default for where it runs
-// (toolgate.NeedsSanitization). A tool no longer listed passes it.
+// (agentloop.NeedsSanitization: a remote tool's opt-out counts only when
+// the gateway requires a client key). A tool no longer listed passes it.
 func (e *Engine) needsSanitization(ctx context.Context, sid, tool string) bool {
 	var infos []toolgate.ToolInfo
 	if sid == "" {
@@ -121,7 +170,7 @@ func (e *Engine) needsSanitization(ctx context.Context, sid, tool string) bool {
 	}
 	for _, info := range infos {
 		if info.Name == tool {
-			return toolgate.NeedsSanitization(info.ToolSpec, info.Source)
+			return agentloop.NeedsSanitization(info.ToolSpec, info.Source, e.cfg.ClientKey != "")
 		}
 	}
 	return true
