@@ -43,3 +43,41 @@ func TestShapeModule(t *testing.T) {
 		t.Fatalf("a shared table: %v", err)
 	}
 }
+
+// TestShapeModuleCountsBounded: a module declaring more functions, data
+// segments or element segments than a sandboxed tool may have is refused
+// before it is compiled (what wazero keeps of a compiled module grows
+// with them, whatever its memory limit); as many as the bound is read on.
+func TestShapeModuleCountsBounded(t *testing.T) {
+	header := []byte("\x00asm\x01\x00\x00\x00")
+	section := func(id byte, count uint64) []byte {
+		var n []byte
+		for {
+			b := byte(count & 0x7f)
+			count >>= 7
+			if count == 0 {
+				n = append(n, b)
+				break
+			}
+			n = append(n, b|0x80)
+		}
+		return append(append(append([]byte{}, header...), id, byte(len(n))), n...)
+	}
+	for _, tc := range []struct {
+		id    byte
+		limit uint64
+		what  string
+	}{
+		{sectionFunction, MaxModuleFunctions, "functions"},
+		{sectionData, MaxModuleDataSegments, "data segments"},
+		{sectionElement, MaxModuleElementSegments, "element segments"},
+	} {
+		if _, err := shapeModule(section(tc.id, tc.limit)); err != nil {
+			t.Errorf("%d %s: %v", tc.limit, tc.what, err)
+		}
+		_, err := shapeModule(section(tc.id, tc.limit+1))
+		if err == nil || !strings.Contains(err.Error(), "declares") || !strings.Contains(err.Error(), tc.what) {
+			t.Errorf("%d %s: %v", tc.limit+1, tc.what, err)
+		}
+	}
+}
