@@ -58,6 +58,12 @@ type HTTPRequestOptions struct {
 	// LookupHost resolves a host name (default: the system resolver). Tests
 	// set it to make a name resolve to an address of their choosing.
 	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
+	// SessionRuns lets runs started with a session's token use the tool
+	// (--http-request-runs all). Off, only the agent key's runs and
+	// callers may: anyone may create a session on a gateway without a
+	// client key, and its runs should not make the gateway send requests
+	// to the Internet on their behalf unless the operator says so.
+	SessionRuns bool
 }
 
 // HTTPRequestArgs are the arguments of the http_request tool.
@@ -171,6 +177,10 @@ type httpRequester struct {
 // do runs one call: the arguments checked, the request sent, the answer
 // read up to the cap.
 func (h *httpRequester) do(ctx context.Context, a HTTPRequestArgs) (any, error) {
+	if caller := CallerSession(ctx); caller != "" && !h.opts.SessionRuns {
+		return nil, toolgate.Errorf(toolgate.EPermissionDenied,
+			"http_request is not available to runs started with a session's token on this gateway (the operator allows it with --http-request-runs all)")
+	}
 	req, err := h.newRequest(ctx, a)
 	if err != nil {
 		return nil, err

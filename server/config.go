@@ -179,6 +179,10 @@ type Config struct {
 	// call of one is TOOL_NOT_FOUND. A name that is no built-in tool
 	// stops Open.
 	DisabledBuiltins []string
+	// HTTPRequestRuns says which runs may use http_request: "agent" (the
+	// default: the agent key's runs and direct calls) or "all" (runs a
+	// session's token started too).
+	HTTPRequestRuns string
 	// SandboxCacheDir keeps the sandboxed tools' compiled code across
 	// restarts (wazero's compilation cache); empty is toolgate/wazero in
 	// the user's cache directory (os.UserCacheDir), or memory only when

@@ -175,3 +175,37 @@ func TestHTTPRequestBadAllowList(t *testing.T) {
 		t.Fatalf("Open = %v, %v", srv, err)
 	}
 }
+
+// TestHTTPRequestInSessionRuns: in a run a session's token started,
+// http_request fails PERMISSION_DENIED, saying how to allow it, and the
+// target is never reached; with --http-request-runs all it runs. A value
+// other than agent or all stops the gateway from opening.
+func TestHTTPRequestInSessionRuns(t *testing.T) {
+	target, served := startHTTPTarget(t)
+	fetch := func() *fakeModel {
+		return startFakeModel(t, toolThenAnswer(callTool("h1", "http_request", fmt.Sprintf(`{"method":"GET","url":%q}`, target.URL+"/"))))
+	}
+	g := modelGateway(t, fetch(), func(c *serverConfig) { c.HTTPAllow = []string{"127.0.0.1"} })
+	s := g.newSession("page")
+	var run runRecord
+	g.call("POST", "/v1/sessions/"+s.ID+"/runs", s.Token, map[string]any{"input": "fetch the target"}, 200, &run)
+	if !strings.Contains(run.Output, `"code":"PERMISSION_DENIED"`) || !strings.Contains(run.Output, "--http-request-runs all") {
+		t.Fatalf("session run output = %s", run.Output)
+	}
+	if n := served.Load(); n != 0 {
+		t.Fatalf("the target served %d requests for a session's run", n)
+	}
+
+	g = modelGateway(t, fetch(), func(c *serverConfig) { c.HTTPAllow = []string{"127.0.0.1"}; c.HTTPRequestRuns = "all" })
+	s = g.newSession("page")
+	g.call("POST", "/v1/sessions/"+s.ID+"/runs", s.Token, map[string]any{"input": "fetch the target"}, 200, &run)
+	if !strings.Contains(run.Output, "hello from the target") || served.Load() != 1 {
+		t.Fatalf("session run output with --http-request-runs all = %s (served %d)", run.Output, served.Load())
+	}
+
+	cfg := server.ConfigForTest(t)
+	cfg.HTTPRequestRuns = "everyone"
+	if srv, err := server.Open(context.Background(), cfg, nil); err == nil || srv != nil || !strings.Contains(err.Error(), "--http-request-runs must be agent or all") {
+		t.Fatalf("Open = %v, %v", srv, err)
+	}
+}

@@ -163,6 +163,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	mcpServers := f.mcpServers("mcp-server", "TOOLGATE_MCP_SERVERS")
 	// Sandboxed tools and built-ins (issue 16).
 	var httpAllow, disabledBuiltins string
+	f.str(&cfg.HTTPRequestRuns, "http-request-runs", "TOOLGATE_HTTP_REQUEST_RUNS", "agent", "which runs may use http_request: agent (the agent key's runs and calls) or all (runs a session's token started too)")
 	f.str(&disabledBuiltins, "disable-builtins", "TOOLGATE_DISABLE_BUILTINS", "", "comma-separated built-in tools to leave out, e.g. http_request,memory_write")
 	f.str(&cfg.SandboxDir, "sandbox-dir", "TOOLGATE_SANDBOX_DIR", "", "directory of sandboxed WebAssembly tools: NAME.wasm (WASI preview 1) with NAME.json beside it")
 	f.str(&cfg.SandboxCacheDir, "sandbox-cache-dir", "TOOLGATE_SANDBOX_CACHE_DIR", "", "directory keeping the sandboxed tools' compiled code across restarts (default: toolgate/wazero in the user's cache directory)")
