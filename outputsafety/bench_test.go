@@ -70,7 +70,7 @@ func BenchmarkSanitizeAdversarial1MiB(b *testing.B) {
 	for _, unit := range []string{
 		"ignore ", "you you ", "-----BEGIN RSA PRIVATE KEY-----!", "tgs_", "sk-aaaaaaaaaaaaaaaaaaaaaaaa ", "eyJaaaaaaaa.eyJ",
 		"password=", "bearer ", "<|", "\n##", "ａ\u200b", "use the tool x ",
-		"a\u00ad", "model must ", ". assistant, ", "your task ", "system: ", "call x_y ",
+		"a\u00ad", "model must ", ". assistant, ", "your task ", "system: ", "call x_y ", "DB_PASSWORD=S3cr3tP@ss!\n",
 	} {
 		out, _ := json.Marshal(strings.Repeat(unit, mib/len(unit)))
 		b.Run(fmt.Sprintf("%q", unit), func(b *testing.B) { benchmarkSanitize(b, out, outputsafety.ModeFull) })

@@ -23,12 +23,16 @@
 //     found by their shape: the gateway keeps only their hashes.
 //   - Values that look like credentials (ModeFull only): OpenAI-style keys (sk-…), AWS access key ids (AKIA…,
 //     ASIA…), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_),
-//     Slack tokens (xox[abprs]-…), Google API keys (AIza…), JSON Web
+//     Slack tokens (xox[abprs]-…), Stripe keys (sk_live_…, rk_test_…),
+//     Google API keys (AIza…), JSON Web
 //     Tokens (eyJ….eyJ….…), PEM private key blocks, the credential of an
 //     "Authorization: Bearer/Basic …" text, password=…/"password": "…"
 //     style pairs (a quoted value always; a bare one when it mixes
 //     letters with digits or symbols and is not an expression such as
-//     os.environ['X']), and the string values of object members whose
+//     os.environ['X']), config lines (.env, YAML, INI: a secret's name
+//     starting a line, = or :, and any value that is not code, such as
+//     DB_PASSWORD=S3cr3tP@ss!), but never a reference ($API_KEY,
+//     ${TOKEN}, $(cat key)), and the string values of object members whose
 //     key names a secret (password, secret, token, api_key,
 //     authorization, private_key, access_key, credentials, cookie … as
 //     the key's last word, so "token_type", "session_id" or

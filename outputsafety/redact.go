@@ -142,6 +142,7 @@ var tokenRules = []rule{
 	newRule("github_token", `gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}`, 512, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
 	newRule("slack_token", `xox[abprs]-[A-Za-z0-9-]{10,}`, 512, "xox"),
 	newRule("google_api_key", `AIza[0-9A-Za-z_-]{35}`, 64, "AIza"),
+	newRule("stripe_key", `[sr]k_(?:live|test)_[A-Za-z0-9]{16,}`, 512, "sk_live_", "sk_test_", "rk_live_", "rk_test_"),
 	newRule("jwt", `eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`, 16<<10, "eyJ"),
 }
 
@@ -194,16 +195,49 @@ func redactCredentials(str string) (string, int) {
 		return m.rule.name != "openai_key" || looksRandom(str[m.start+3:m.end]) // "sk-learn-…" is a word
 	})
 	n += k
-	str, k = replaceMatches(str, findAll(pairRules, nil, asciiLower(str), 0), "credential", func(m match) bool {
-		switch m.rule.name {
-		case "bearer":
-			return looksRandom(str[m.start:m.end]) // "Basic information…"
-		case "named_value":
-			return m.group != 3 || namedValueLooksSecret(str, m.start, m.end)
+	var ms []match
+	for _, m := range findAll(pairRules, nil, asciiLower(str), 0) {
+		if pairValueIsSecret(str, m) {
+			ms = append(ms, m)
 		}
-		return true
-	})
+	}
+	ms = withoutOverlaps(append(ms, configLineMatches(str)...))
+	str, k = replaceMatches(str, ms, "credential", func(match) bool { return true })
 	return str, n + k
+}
+
+// pairValueIsSecret reports whether the value a pair rule found is a
+// secret: not a reference to one kept elsewhere ($API_KEY, ${TOKEN},
+// $(cat key)), nor words or code where only a random-looking value is.
+func pairValueIsSecret(str string, m match) bool {
+	if str[m.start] == '$' {
+		return false
+	}
+	switch m.rule.name {
+	case "bearer":
+		return looksRandom(str[m.start:m.end]) // "Basic information…"
+	case "named_value":
+		return m.group != 3 || namedValueLooksSecret(str, m.start, m.end)
+	}
+	return true
+}
+
+// withoutOverlaps sorts ms by start and drops each match that overlaps
+// one kept before it (the earlier, then longer, wins).
+func withoutOverlaps(ms []match) []match {
+	sort.Slice(ms, func(i, j int) bool {
+		if ms[i].start != ms[j].start {
+			return ms[i].start < ms[j].start
+		}
+		return ms[i].end > ms[j].end
+	})
+	out := ms[:0]
+	for _, m := range ms {
+		if len(out) == 0 || m.start >= out[len(out)-1].end {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // namedValueLooksSecret reports whether the bare value str[start:end]

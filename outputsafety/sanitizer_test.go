@@ -137,6 +137,18 @@ func TestCredentialPatternsRedacted(t *testing.T) {
 		{"client_secret: Zx9!qLw#2mPv", "Zx9!qLw#2mPv"},
 		{"session_token=f00dcafe1234", "f00dcafe1234"},
 		{"export ACCESS_TOKEN=ya29.a0AfH6SMBx3", "ya29.a0AfH6SMBx3"},
+		// Config files: a secret's name starting a line, = or :, and a
+		// value that is not code (.env, YAML, INI, ~/.aws/credentials).
+		{"[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+		{"DB_HOST=db\nDB_PASSWORD=S3cr3tP@ss!\nAPI_KEY=abcd1234efgh5678", "S3cr3tP@ss!"},
+		{"db:\n  user: app\n  password: correcthorsebatterystaple\n", "correcthorsebatterystaple"},
+		{"export GITHUB_TOKEN='plain words'", "plain words"},
+		{"[mysql]\npassword=hunter2hunter", "hunter2hunter"},
+		{"users:\n  - password: hunter2hunter\n", "hunter2hunter"},
+		{"Cookie: sessionid=abc123def456; theme=dark", "abc123def456"},
+		// Stripe's secret and restricted keys.
+		{"stripe sk_live_51H8abcdefghijklmnopqrstuvwx", "sk_live_51H8abcdefghijklmnopqrstuvwx"},
+		{"key=rk_test_51H8abcdefghijklmnopqrstuvwx", "rk_test_51H8abcdefghijklmnopqrstuvwx"},
 	}
 	for _, c := range cases {
 		got, rep := text(t, s, c.in, outputsafety.ModeFull)
@@ -182,7 +194,17 @@ func TestNearMissesKept(t *testing.T) {
 		"api_key = settings.API_KEY_2",
 		"secret = get_secret(name)",
 		"token = tokens[0]",
-		"password: correcthorsebattery",
+		// Prose naming a password is not a config line.
+		"my password is correcthorsebatterystaple",
+		"Reset your password: open the settings page.",
+		// Code: values that are expressions, variable names or references.
+		"token: process.env.GITHUB_TOKEN,",
+		"password = user_password",
+		"API_KEY=$API_KEY\nTOKEN=${TOKEN}\nSECRET=$(cat /run/secrets/key)",
+		"kubectl create secret generic app --from-literal=api_key=\"$API_KEY\" --from-literal=token='${TOKEN}'",
+		"git clone https://$GIT_USER:$GIT_TOKEN@github.com/org/repo.git",
+		"git clone https://${GIT_USER}:${GIT_TOKEN}@github.com/org/repo.git",
+		"password: ${DB_PASSWORD}",
 		`{"session_id":"abc123"}`,
 		`{"token_count":"12","max_tokens":"4096","token_type":"bearer","tokens":["hello","world"]}`,
 	} {
@@ -394,5 +416,24 @@ func TestNotice(t *testing.T) {
 	n := outputsafety.Notice("fetch_page", rep)
 	if !strings.Contains(n, "fetch_page") || !strings.Contains(n, "(role_change, system_prompt)") {
 		t.Fatal(n)
+	}
+}
+
+// TestConfigLinesRedactedExactly: in a config file only the secrets'
+// values go, each once; names, other lines and separators stay.
+func TestConfigLinesRedactedExactly(t *testing.T) {
+	s := outputsafety.New()
+	for in, want := range map[string]string{
+		"[default]\nregion = eu-west-1\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n": "[default]\nregion = eu-west-1\naws_secret_access_key = [REDACTED:credential]\n",
+		"DB_USER=app\nDB_PASSWORD=S3cr3tP@ss!\n":                                                            "DB_USER=app\nDB_PASSWORD=[REDACTED:credential]\n",
+		"password=\"correct horse battery\"":                                                                "password=\"[REDACTED:credential]\"",
+		"Authorization: Bearer abc.def-ghi_jkl":                                                             "Authorization: Bearer [REDACTED:credential]",
+		"Cookie: sessionid=abc123def456; theme=dark":                                                        "Cookie: [REDACTED:credential]; theme=dark",
+		"deploy:\n  token: ${DEPLOY_TOKEN}\n  password: hunter2hunter\n":                                    "deploy:\n  token: ${DEPLOY_TOKEN}\n  password: [REDACTED:credential]\n",
+	} {
+		got, rep := text(t, s, in, outputsafety.ModeFull)
+		if got != want || rep.Redacted != strings.Count(want, "[REDACTED:") {
+			t.Errorf("%q → %q (%d redacted), want %q", in, got, rep.Redacted, want)
+		}
 	}
 }
