@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -258,7 +259,7 @@ func TestConcurrentCalls(t *testing.T) {
 		_, err := bounded.call(t, "loop", `{}`, time.Second)
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the loop takes the only slot
+	testwait.Until(t, 10*time.Second, "the loop to take the only slot", func() bool { return bounded.Running() == 1 })
 	if _, err := bounded.call(t, "echo", `{}`, 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a call past MaxConcurrent: %v; want it to wait until its deadline", err)
 	}
@@ -290,7 +291,7 @@ func TestMemoryBudgetBoundsCalls(t *testing.T) {
 		_, err := set.call(t, "loop", `{}`, time.Second)
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testwait.Until(t, 10*time.Second, "the loop to take the memory budget", func() bool { return set.Running() == 1 })
 	if _, err := set.call(t, "echo", `{}`, 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a call past the memory budget: %v; want it to wait until its deadline", err)
 	}

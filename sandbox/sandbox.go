@@ -49,6 +49,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -115,6 +116,7 @@ type ToolSet struct {
 	ownScratch string              // the scratch root Open made (Options.ScratchDir unset), removed by Close
 	memory     *semaphore.Weighted // MiB of memory limits of the calls running
 	slots      chan struct{}       // one per call running
+	running    atomic.Int64        // calls holding both their slot and their memory
 
 	scanMu sync.Mutex // one scan at a time
 	failed map[string]failure
@@ -325,11 +327,17 @@ func (s *ToolSet) waitForRoom(ctx context.Context, memoryMB int64) (release func
 		<-s.slots
 		return nil, err
 	}
+	s.running.Add(1)
 	return func() {
+		s.running.Add(-1)
 		s.memory.Release(memoryMB)
 		<-s.slots
 	}, nil
 }
+
+// Running is how many calls have their room (a slot and their memory)
+// and run now; calls waiting for room are not counted.
+func (s *ToolSet) Running() int { return int(s.running.Load()) }
 
 // isHidden reports whether a directory entry is left alone (".cache").
 func isHidden(name string) bool { return strings.HasPrefix(name, ".") }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/internal/testwait"
 )
 
 // TestHTTPRequestInterruptedByKill: an http_request call in flight when
@@ -51,38 +52,26 @@ func TestHTTPRequestInterruptedByKill(t *testing.T) {
 		"args": map[string]any{"method": "POST", "url": target.URL + "/slow", "body": "order 1"}}, 202, &post)
 	g.call("POST", "/v1/calls", testAgentKey, map[string]any{"tool": "http_request", "wait": &noWait,
 		"args": map[string]any{"method": "GET", "url": target.URL + "/slow"}}, 202, &get)
-	waitFor(t, func() bool { return posts.Load() == 1 && gets.Load() == 1 }, "both requests reach the target")
+	testwait.Until(t, 15*time.Second, "both requests to reach the target", func() bool { return posts.Load() == 1 && gets.Load() == 1 })
 
 	proc.Restart(t) // killed with SIGKILL first
 
 	var ended callRecord
-	waitFor(t, func() bool {
+	testwait.Until(t, 15*time.Second, "the interrupted POST to end", func() bool {
 		g.call("GET", "/v1/calls/"+post.ID, testAgentKey, nil, 200, &ended)
 		return ended.Status != "pending" && ended.Status != "delivered"
-	}, "the interrupted POST ends")
+	})
 	if ended.Status != "failed" || ended.Error == nil || ended.Error.Code != "INTERRUPTED" || !strings.Contains(ended.Error.Message, "not run again") {
 		t.Fatalf("interrupted POST = %+v", ended)
 	}
-	waitFor(t, func() bool {
+	testwait.Until(t, 15*time.Second, "the interrupted GET to be sent again and complete", func() bool {
 		g.call("GET", "/v1/calls/"+get.ID, testAgentKey, nil, 200, &ended)
 		return ended.Status == "completed"
-	}, "the interrupted GET is sent again and completes")
+	})
 	if n := posts.Load(); n != 1 {
 		t.Fatalf("the POST reached the target %d times", n)
 	}
 	if n := gets.Load(); n != 2 {
 		t.Fatalf("the GET reached the target %d times, want 2 (once more after the restart)", n)
-	}
-}
-
-// waitFor polls cond every 20 ms for up to 15 s.
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
