@@ -35,11 +35,18 @@ func (e *Engine) approverOf(secret string) (approver, error) {
 
 // mayDecide checks inside tx that the approver may decide on the call: the
 // agent key always, a session only for a call of a run that session
-// started. A refusal comes as store.Refuse; any other error is a failed
-// read.
+// started to one of its own tools (which its client registered). The
+// operator's tools (built-in, sandboxed, imported over MCP) are called
+// without a session: their approval is the agent key's alone, or a
+// session's run could approve what the operator gated. A refusal comes as
+// store.Refuse; any other error is a failed read.
 func (a approver) mayDecide(tx *store.Tx, row *store.CallRow) error {
 	if a.agent {
 		return nil
+	}
+	if !row.SessionID.Valid || row.SessionID.String != a.sessionID {
+		return store.Refuse(toolgate.Errorf(toolgate.EPermissionDenied,
+			"call %s is to a tool of the gateway's operator (not one of this session's own tools): only the agent key may approve or deny it", row.ID))
 	}
 	if row.RunID.Valid {
 		run, err := tx.GetRun(row.RunID.String)
@@ -110,8 +117,9 @@ func decidedMeanwhile(tx *store.Tx, id string) error {
 // ApproveCall lets a call that awaits approval go on: it becomes pending
 // with a fresh deadline of its own timeout, and (for a remote tool) its
 // tool_call_request event is stored in the same transaction, then the
-// client is woken; a built-in tool starts running. secret is the agent key
-// or the token of the session that started the call's run.
+// client is woken; a built-in tool starts running. secret is the agent key,
+// or the token of the session that started the call's run when the call is
+// to one of that session's own tools.
 func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error) {
 	by, err := e.approverOf(secret)
 	if err != nil {
