@@ -34,9 +34,6 @@ func (a *API) readBodyWithin(next http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		bounded := rc.SetReadDeadline(time.Now().Add(a.opts.BodyReadTimeout)) == nil
 		body, err := io.ReadAll(r.Body)
-		if bounded {
-			_ = rc.SetReadDeadline(time.Time{})
-		}
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			switch {
@@ -50,7 +47,18 @@ func (a *API) readBodyWithin(next http.Handler) http.Handler {
 			// What is left of the body is not read: the connection ends.
 			w.Header().Set("Connection", "close")
 			WriteError(w, r, err)
+			// The deadline is not lifted but brought to now: after the
+			// handler net/http reads what is left of a short body before
+			// it closes the connection, and without a deadline a client
+			// trickling bytes would hold the connection (and its place
+			// under --max-connections) for as long as it trickles.
+			if bounded {
+				_ = rc.SetReadDeadline(time.Now())
+			}
 			return
+		}
+		if bounded {
+			_ = rc.SetReadDeadline(time.Time{})
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)

@@ -157,3 +157,51 @@ func TestStreamsOutliveTheBodyTimeout(t *testing.T) {
 		}
 	}
 }
+
+// After the 400 for a trickled body the connection is closed, while the
+// client still trickles (here a byte every 200 ms of a 1000-byte body).
+// Before, net/http went on reading the rest of the body after the handler,
+// without a deadline, and the connection stayed open for as long as bytes
+// kept coming, holding its place under --max-connections.
+func TestTrickledBodyConnectionClosedAfter400(t *testing.T) {
+	g := slowGateway(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond): // the trickle itself, not a wait
+			}
+			if _, err := conn.Write([]byte{'x'}); err != nil {
+				return
+			}
+		}
+	}()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no reply to a trickled body: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != 400 || !resp.Close {
+		t.Fatalf("a trickled body got %d (close %v), want 400 with Connection: close", resp.StatusCode, resp.Close)
+	}
+	answered := time.Now()
+	conn.SetReadDeadline(answered.Add(5 * time.Second))
+	_, err = io.Copy(io.Discard, br)
+	if errors.Is(err, syscall.ECONNRESET) {
+		err = nil // closed with bytes unread: a reset is the close too
+	}
+	if err != nil {
+		t.Fatalf("the connection was still open %s after the 400 while the body trickled: %v", time.Since(answered).Round(time.Millisecond), err)
+	}
+}
