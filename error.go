@@ -62,6 +62,7 @@ const (
 	EMaxSteps   = "MAX_STEPS"   // the model had not answered after max_steps turns
 	EModelError = "MODEL_ERROR" // the model endpoint failed or answered nonsense
 	EMaxCost    = "MAX_COST"    // the run's calls would cost, or have cost, more than its max_cost
+	EMaxInput   = "MAX_INPUT"   // the run's next request would pass what a run may send its model in all
 )
 
 // Error is an error the gateway reports to a client or caller as it is.

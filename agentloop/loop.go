@@ -40,6 +40,9 @@ type Runner struct {
 	// false; without it a remote tool's output always passes the whole
 	// step (safety.go needsSanitization).
 	TrustRemoteOptOut bool
+	// MaxInputBytes, above zero, bounds what one run sends its model in
+	// all (inputbound.go): every step resends the conversation so far.
+	MaxInputBytes int64
 }
 
 // ErrNoModel is returned by Start when no model is configured.
@@ -70,6 +73,9 @@ func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time)
 		return nil, err
 	}
 	if err := CheckMessages(in.Messages); err != nil {
+		return nil, err
+	}
+	if err := r.checkFirstInput(in.Messages); err != nil {
 		return nil, err
 	}
 	if in.SessionID != "" {
@@ -108,6 +114,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 	}
 	emit(Event{Type: EventRunStarted, RunID: run.ID, Run: summary(run)})
 	withheld := map[string]bool{} // tools whose description was withheld, logged once (safety_descriptions.go)
+	input := newInputMeter(run)   // what the run has sent its model (inputbound.go)
 	for ctx.Err() == nil {
 		if pending, step := unansweredToolCalls(run); len(pending) > 0 {
 			// Between steps, none of the run's calls in flight: the budget
@@ -155,7 +162,12 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			r.fail(ctx, run, toolgate.ErrorCode(err), "the run's tools are unavailable: "+toolgate.ErrorMessage(err), err, emit)
 			return
 		}
-		reply, err := r.Model.Complete(ctx, run.Messages, Definitions(r.guardDescriptions(run.ID, tools, withheld)))
+		defs := Definitions(r.guardDescriptions(run.ID, tools, withheld))
+		if message, over := input.next(run.Messages, defs, r.MaxInputBytes); over {
+			r.fail(ctx, run, toolgate.EMaxInput, message, nil, emit)
+			return
+		}
+		reply, err := r.Model.Complete(ctx, run.Messages, defs)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -15,9 +16,9 @@ import (
 // gateway; the server implements it.
 type Agent interface {
 	IsAgentKey(secret string) bool
-	// StartRun stores a new run and starts it; startedBySession is the
-	// session whose token started it, empty for the agent key.
-	StartRun(ctx context.Context, req toolgate.RunRequest, startedBySession string) (runID string, feed toolgate.RunFeed, err error)
+	// StartRun stores a new run and starts it; origin says who started
+	// it (an empty origin is the agent key).
+	StartRun(ctx context.Context, req toolgate.RunRequest, origin RunOrigin) (runID string, feed toolgate.RunFeed, err error)
 	// GetRun reads a run with its messages and calls; with sessionID set,
 	// only a run of that session (NOT_FOUND otherwise).
 	GetRun(ctx context.Context, id, sessionID string) (*toolgate.Run, error)
@@ -30,6 +31,15 @@ type Agent interface {
 	SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error)
 }
 
+// RunOrigin is who started a run: the session whose token started it and
+// the client address (a key of addrKey: an IPv4 address, an IPv6 /64) it
+// came from, both empty for the agent key; Address is empty too when the
+// address cannot be read.
+type RunOrigin struct {
+	Session string
+	Address string
+}
+
 // MountAgent returns the Options.Mount that adds the runs API, approval
 // and the auto-approve setting. runStarts bounds the runs one client
 // address may start with a session's token (POST /v1/sessions/{sid}/runs),
@@ -38,7 +48,7 @@ type Agent interface {
 // (POST /v1/runs) are not counted.
 func MountAgent(ag Agent, runStarts AddressLimit) func(r Router, api *API) {
 	return func(r Router, api *API) {
-		h := &agentHandlers{api: api, ag: ag, runStarts: newAddressBuckets(runStarts, "runs started")}
+		h := &agentHandlers{api: api, ag: ag, runStarts: newAddressBuckets(runStarts, "runs started"), trusted: runStarts.TrustedProxies}
 		r.With(api.RequireAgent).Post("/v1/runs", h.handleRunCreate)
 		r.With(api.RequireAgent, runInPath).Get("/v1/runs/{id}", h.handleRunGet)
 		r.With(api.requireSession, sessionInPath).Post("/v1/sessions/{sid}/runs", h.handleRunCreate)
@@ -54,6 +64,7 @@ type agentHandlers struct {
 	api       *API
 	ag        Agent
 	runStarts *addressBuckets // runs started with a session's token, per client address
+	trusted   []netip.Prefix  // the proxies whose X-Forwarded-For names the client
 }
 
 // handleRunCreate serves POST /v1/runs (agent key) and
@@ -67,13 +78,16 @@ func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) 
 		WriteError(w, r, err)
 		return
 	}
-	startedBy := ""
+	var origin RunOrigin
 	if sid := chi.URLParam(r, "sid"); sid != "" {
 		if req.SessionID != "" && req.SessionID != sid {
 			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "session_id must be this session's id or left out"))
 			return
 		}
-		req.SessionID, startedBy = sid, sid
+		req.SessionID, origin.Session = sid, sid
+		if addr, ok := clientAddr(r, h.trusted); ok {
+			origin.Address = addrKey(addr)
+		}
 		if err := h.runStarts.take(r); err != nil {
 			WriteError(w, r, err)
 			return
@@ -82,7 +96,7 @@ func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) 
 		WriteError(w, r, notWellFormed("session", req.SessionID))
 		return
 	}
-	id, feed, err := h.ag.StartRun(r.Context(), req, startedBy)
+	id, feed, err := h.ag.StartRun(r.Context(), req, origin)
 	if err != nil {
 		WriteError(w, r, err)
 		return

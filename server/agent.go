@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/mcpimport"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/store"
@@ -95,6 +96,9 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		feeds:    map[string]*runFeed{},
 		imports:  imports,
 		sandbox:  sandboxed,
+	}
+	if cfg.MaxRunInputBytes > 0 {
+		a.Runner.MaxInputBytes = cfg.MaxRunInputBytes
 	}
 	// Tool outputs pass the safety step before a model sees them.
 	a.Runner.Guard = newOutputGuard(e, cfg)
@@ -186,12 +190,12 @@ func (a *Agent) resume(ctx context.Context) error {
 	}
 	for _, id := range ids {
 		// A run a session's token started takes its slot again.
-		startedBy := ""
+		var origin handlers.RunOrigin
 		if run, err := a.Runner.Store.LoadRun(ctx, id); err == nil && run.StartedBySession != "" {
-			startedBy = run.StartedBySession
-			a.limits.resumed(startedBy)
+			origin.Session = run.StartedBySession
+			a.limits.resumed(origin)
 		}
-		a.launch(id, startedBy)
+		a.launch(id, origin)
 	}
 	if len(ids) > 0 {
 		a.log.Info("runs resumed", "runs", len(ids))
@@ -216,22 +220,22 @@ func (a *Agent) claimOrphanRuns(ctx context.Context) {
 		if err != nil || !claimed {
 			continue
 		}
-		startedBy := ""
+		var origin handlers.RunOrigin
 		if run, err := a.Runner.Store.LoadRun(ctx, o.ID); err == nil && run.StartedBySession != "" {
-			startedBy = run.StartedBySession
-			a.limits.resumed(startedBy)
+			origin.Session = run.StartedBySession
+			a.limits.resumed(origin)
 		}
 		a.log.Info("claimed a run of a stopped node", "run", o.ID, "from", o.Node)
-		a.launch(o.ID, startedBy)
+		a.launch(o.ID, origin)
 	}
 }
 
 // launch drives a stored run in the background, until it ends or the
-// engine closes. The slot of startedBy (the session whose token started
-// it; "" for the agent key) is given back before the run's end is told
+// engine closes. The slot of its origin (the session whose token started
+// it; none for the agent key) is given back before the run's end is told
 // (its run_finished or run_failed event, the end of its feed), so that
 // whoever sees the end may start the next run at once.
-func (a *Agent) launch(id, startedBy string) *runFeed {
+func (a *Agent) launch(id string, origin handlers.RunOrigin) *runFeed {
 	feed := newRunFeed()
 	a.mu.Lock()
 	a.feeds[id] = feed
@@ -240,8 +244,8 @@ func (a *Agent) launch(id, startedBy string) *runFeed {
 	go func() {
 		defer a.runs.Done()
 		release := sync.OnceFunc(func() {
-			if startedBy != "" {
-				a.limits.done(startedBy)
+			if origin.Session != "" {
+				a.limits.done(origin)
 			}
 		})
 		a.Runner.Drive(a.e.life, id, func(ev agentloop.Event) {
@@ -266,7 +270,7 @@ func (a *Agent) wait() { a.runs.Wait() }
 func (a *Agent) IsAgentKey(secret string) bool { return a.e.IsAgentKey(secret) }
 
 // StartRun implements handlers.Agent.
-func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, startedBy string) (string, toolgate.RunFeed, error) {
+func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, origin handlers.RunOrigin) (string, toolgate.RunFeed, error) {
 	if a.Runner.Model == nil {
 		return "", nil, toolgate.Errorf(toolgate.EModelNotConfigured, "%s", noModelMessage)
 	}
@@ -288,20 +292,21 @@ func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, startedBy
 	}
 	// A session's token is bounded in the runs it has in progress and
 	// their pace (runlimits.go); the agent key is not.
+	startedBy := origin.Session
 	if startedBy != "" {
-		if err := a.limits.admit(startedBy, time.Now()); err != nil {
+		if err := a.limits.admit(origin, time.Now()); err != nil {
 			return "", nil, err
 		}
 	}
 	run, err := a.startRun(ctx, req, startedBy, msgs)
 	if err != nil {
 		if startedBy != "" {
-			a.limits.done(startedBy)
+			a.limits.done(origin)
 		}
 		return "", nil, err
 	}
 	a.log.Debug("run started", "run", run.ID, "session", run.SessionID, "max_steps", run.MaxSteps)
-	return run.ID, a.launch(run.ID, startedBy), nil
+	return run.ID, a.launch(run.ID, origin), nil
 }
 
 // startRun stores a new run.

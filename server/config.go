@@ -91,6 +91,13 @@ type Config struct {
 	MaxStreamsPerSession int
 	MaxConnections       int
 	BodyReadTimeout      time.Duration
+	// MaxConnectionsPerAddress is one client address's share of
+	// MaxConnections (an IPv6 address's /64): its connections past it are
+	// closed at once; behind a trusted proxy, which holds the connections
+	// of many clients, it bounds the requests in flight per client
+	// address instead (429). 0 derives it (connectionsPerAddress); a
+	// negative value disables it.
+	MaxConnectionsPerAddress int
 
 	// ApprovalTimeout is how long a call may wait for approval before it
 	// ends timed_out.
@@ -137,6 +144,18 @@ type Config struct {
 	// requests to the operator's paid model); the agent key's runs are
 	// not counted.
 	MaxSessionRuns int
+	// MaxRunsPerAddress bounds the runs started with session tokens that
+	// one client address has in progress at once, whatever the sessions:
+	// its share of MaxSessionRuns. 0 derives it (a quarter of
+	// MaxSessionRuns, at least 1).
+	MaxRunsPerAddress int
+	// MaxRunInputBytes bounds what one run sends its model in all (the
+	// sum of its requests' bodies, every step resending the conversation
+	// so far): a run whose next request would pass it fails with
+	// RUN_INPUT_LIMIT, and a run request whose first request alone
+	// would is refused 413. Runs of the agent key are held to it too.
+	// Negative: no bound.
+	MaxRunInputBytes int64
 	// MaxOpenCallsPerSession bounds the calls not yet final whose target
 	// is one session; the next call to its tools is refused.
 	MaxOpenCallsPerSession int
@@ -227,6 +246,7 @@ func DefaultConfig() Config {
 		AddressRunRate:         0.5,
 		AddressRunBurst:        20,
 		MaxSessionRuns:         16,
+		MaxRunInputBytes:       8 << 20,
 		MaxOpenCallsPerSession: 1000,
 		MaxStreamsPerSession:   8,
 		BodyReadTimeout:        10 * time.Second,
@@ -308,7 +328,35 @@ func (c Config) withAbuseLimitDefaults(d Config) Config {
 	if c.MaxSessionRuns == 0 {
 		c.MaxSessionRuns = d.MaxSessionRuns
 	}
+	if c.MaxRunInputBytes == 0 {
+		c.MaxRunInputBytes = d.MaxRunInputBytes
+	}
 	return c
+}
+
+// runsPerAddress is MaxRunsPerAddress, or when that is 0 a quarter of
+// MaxSessionRuns (at least 1; none when that is unbounded). 0 or less: no
+// bound.
+func (c Config) runsPerAddress() int {
+	switch {
+	case c.MaxRunsPerAddress != 0:
+		return c.MaxRunsPerAddress
+	case c.MaxSessionRuns > 0:
+		return max(1, c.MaxSessionRuns/4)
+	}
+	return 0
+}
+
+// connectionsPerAddress is MaxConnectionsPerAddress, or when that is 0 a
+// quarter of the connection limit, but at least 32 (or the whole limit
+// when it is smaller): a browser opens up to six connections to a host
+// over HTTP/1.1, and an office behind one address several browsers. 0 or
+// less: no bound.
+func (c Config) connectionsPerAddress(limit int) int {
+	if c.MaxConnectionsPerAddress != 0 {
+		return c.MaxConnectionsPerAddress
+	}
+	return max(limit/4, min(limit, 32))
 }
 
 // sessionLimit is the handlers' limit of sessions per client address.
@@ -391,6 +439,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, errors.New("max connections must not be negative (0 derives it from the file-descriptor limit)"))
+	}
+	if c.MaxConnectionsPerAddress > 0 && c.MaxConnections > 0 && c.MaxConnectionsPerAddress > c.MaxConnections {
+		errs = append(errs, fmt.Errorf("max connections per address %d is above max connections %d", c.MaxConnectionsPerAddress, c.MaxConnections))
 	}
 	if c.BodyReadTimeout < 0 {
 		errs = append(errs, fmt.Errorf("body read timeout must be positive, got %s", c.BodyReadTimeout))

@@ -86,9 +86,10 @@ type fakeModel struct {
 	URL   string // base URL, ending in /v1
 	reply func(req chatRequest) modelTurn
 
-	mu       sync.Mutex
-	requests []chatRequest
-	arrived  chan struct{} // one signal per request
+	mu        sync.Mutex
+	requests  []chatRequest
+	bodyBytes int64         // the bytes of the requests' bodies, in all
+	arrived   chan struct{} // one signal per request
 }
 
 func startFakeModel(t testing.TB, reply func(req chatRequest) modelTurn) *fakeModel {
@@ -113,6 +114,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
+	m.bodyBytes += int64(len(body))
 	n := len(m.requests)
 	m.mu.Unlock()
 	turn := m.reply(req)
@@ -130,6 +132,13 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
 	})
 	m.arrived <- struct{}{}
+}
+
+// BodyBytes returns the bytes of the requests' bodies received so far.
+func (m *fakeModel) BodyBytes() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bodyBytes
 }
 
 // Requests returns the requests received so far.

@@ -1,6 +1,12 @@
 package server_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +52,7 @@ func TestRunStartsPerAddress(t *testing.T) {
 // one ends another may start.
 func TestSessionRunsInProgressInGateway(t *testing.T) {
 	m, gates := gatedModel(t, "a", "b", "agent")
-	g := modelGateway(t, m, func(c *serverConfig) { c.MaxSessionRuns, c.AddressRunBurst = 3, -1 })
+	g := modelGateway(t, m, func(c *serverConfig) { c.MaxSessionRuns, c.AddressRunBurst, c.MaxRunsPerAddress = 3, -1, -1 })
 	first := g.newSession("chat")
 	held := g.runStream("/v1/sessions/"+first.ID+"/runs", first.Token, map[string]any{"input": "a"})
 	if status, _, body := g.postForRetry("/v1/sessions/"+first.ID+"/runs", first.Token, map[string]any{"input": "b", "wait": false}); status != 202 {
@@ -76,27 +82,68 @@ func TestSessionRunsInProgressInGateway(t *testing.T) {
 
 // TestDefaultsBoundOneAddressRuns is the review's reproduction with the
 // default limits: one address with many sessions, several runs each, all
-// held by the model. Runs in progress stay at MaxSessionRuns (16), not
-// sessions × MaxRunsPerSession.
+// held by the model. Runs in progress from that address stay at its share
+// of --max-session-runs (a quarter of 16), not sessions ×
+// MaxRunsPerSession nor the whole gateway's 16: another address, and the
+// agent key, still start runs. Before, the one address took all 16 slots
+// and every other address got 429 until its runs ended.
 func TestDefaultsBoundOneAddressRuns(t *testing.T) {
 	m, _ := gatedModel(t, "hold")
 	g := modelGateway(t, m, nil)
 	accepted := 0
+	var refusal []byte
 	for range 10 {
 		s := g.newSession("chat")
 		for range 3 {
-			status, _, body := g.postForRetry("/v1/sessions/"+s.ID+"/runs", s.Token, map[string]any{"input": "hold", "wait": false})
+			status, retry, body := g.postForRetry("/v1/sessions/"+s.ID+"/runs", s.Token, map[string]any{"input": "hold", "wait": false})
 			switch status {
 			case 202:
 				accepted++
 			case 429:
+				if retry == "" {
+					t.Fatalf("429 without Retry-After: %s", body)
+				}
+				if refusal == nil {
+					refusal = body // the first: later ones may be the address's pace
+				}
 			default:
 				t.Fatalf("run: %d %s", status, body)
 			}
 		}
 	}
-	if accepted != 16 {
-		t.Fatalf("runs accepted from one address: %d, want 16 (the default --max-session-runs)", accepted)
+	if accepted != 4 {
+		t.Fatalf("runs accepted from one address: %d, want 4 (a quarter of the default --max-session-runs)", accepted)
 	}
-	testwait.Until(t, 10*time.Second, "16 model requests held", func() bool { return len(m.Requests()) >= 16 })
+	if !strings.Contains(string(refusal), "client address 127.0.0.1 already has 4 runs") {
+		t.Fatalf("the refusal does not say which share is full: %s", refusal)
+	}
+	other := g.newSession("elsewhere")
+	if status, body := g.postFrom(t, "127.0.0.2", "/v1/sessions/"+other.ID+"/runs", other.Token, map[string]any{"input": "hold", "wait": false}); status != 202 {
+		t.Fatalf("a run from another address: %d %s", status, body)
+	}
+	if status, _, body := g.postForRetry("/v1/runs", testAgentKey, map[string]any{"input": "hold", "wait": false}); status != 202 {
+		t.Fatalf("the agent key's run: %d %s", status, body)
+	}
+	testwait.Until(t, 10*time.Second, "6 model requests held", func() bool { return len(m.Requests()) >= 6 })
+}
+
+// postFrom posts body as JSON from the local address ip (any of 127/8
+// reaches the gateway on Linux), so that the gateway sees another client
+// address.
+func (g *gateway) postFrom(t *testing.T, ip, path, secret string, body any) (int, []byte) {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	defer client.CloseIdleConnections()
+	data, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", g.URL+path, bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, reply
 }

@@ -155,9 +155,11 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	var allowedHosts string
 	f.str(&allowedHosts, "allowed-hosts", "TOOLGATE_ALLOWED_HOSTS", "", "comma-separated host names requests may address besides IP addresses and localhost, e.g. gw.example.com,*.example.com; * for any (DNS rebinding guard)")
 	// Connections and slow clients (issue 14).
-	var maxStreamsPerSession, maxConnections int64
+	var maxStreamsPerSession, maxConnections, maxConnectionsPerAddress int64
 	f.integer(&maxStreamsPerSession, "max-streams-per-session", "TOOLGATE_MAX_STREAMS_PER_SESSION", int64(cfg.MaxStreamsPerSession), "streams and held polls one session may hold at once; a newer one replaces the oldest")
 	f.integer(&maxConnections, "max-connections", "TOOLGATE_MAX_CONNECTIONS", int64(cfg.MaxConnections), "connections served at once, more wait to be accepted; 0 derives it from the file-descriptor limit")
+	f.integer(&maxConnectionsPerAddress, "max-connections-per-address", "TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS", int64(cfg.MaxConnectionsPerAddress),
+		"connections one client address (IPv6: /64) may hold at once, more are closed (behind --trusted-proxies: its requests in flight, more are 429); 0 derives it (a quarter of --max-connections, at least 32), -1 disables the limit")
 	f.duration(&cfg.BodyReadTimeout, "body-read-timeout", "TOOLGATE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout, "how long a client may take to send a request's headers, and then its body")
 	// Imported MCP servers (issue 13).
 	mcpServers := f.mcpServers("mcp-server", "TOOLGATE_MCP_SERVERS")
@@ -183,6 +185,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	cfg.MaxMetadataBytes = int(maxMetadata)
 	abuseLimits.apply(&cfg)
 	cfg.MaxStreamsPerSession, cfg.MaxConnections = int(maxStreamsPerSession), int(maxConnections)
+	cfg.MaxConnectionsPerAddress = int(max(maxConnectionsPerAddress, -1))
 	cfg.MCPServers = mcpServers.list
 	for _, o := range strings.Split(origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {

@@ -21,6 +21,8 @@ type abuseLimitFlags struct {
 	// The bounds on runs started with session tokens across sessions.
 	addressRunRate                  float64
 	addressRunBurst, maxSessionRuns int64
+	// maxRunsPerAddress is 0 for the derived share, less to disable it.
+	maxRunsPerAddress, maxRunInputBytes int64
 }
 
 // addAbuseLimitFlags registers the abuse-limit flags, their defaults
@@ -47,6 +49,10 @@ func addAbuseLimitFlags(f *envFlags, cfg server.Config) *abuseLimitFlags {
 		"runs one client address may start with session tokens at once, whatever the session; 0 disables the limit")
 	f.integer(&a.maxSessionRuns, "max-session-runs", "TOOLGATE_MAX_SESSION_RUNS", int64(cfg.MaxSessionRuns),
 		"runs started with session tokens that may be in progress at once in the whole gateway (the agent key's are not counted); 0 disables the limit")
+	f.integer(&a.maxRunsPerAddress, "max-runs-per-address", "TOOLGATE_MAX_RUNS_PER_ADDRESS", int64(cfg.MaxRunsPerAddress),
+		"runs started with session tokens one client address (IPv6: /64) may have in progress at once, whatever the session; 0 derives it (a quarter of --max-session-runs, at least 1), -1 disables the limit")
+	f.integer(&a.maxRunInputBytes, "max-run-input-bytes", "TOOLGATE_MAX_RUN_INPUT_BYTES", cfg.MaxRunInputBytes,
+		"bytes one run may send its model in all, every request resending the conversation so far (MAX_INPUT past it; a run request over it alone is 413); 0 disables the limit")
 	return a
 }
 
@@ -73,6 +79,8 @@ func (a *abuseLimitFlags) apply(cfg *server.Config) {
 	cfg.AddressRunRate = disabledIfNotPositive(a.addressRunRate)
 	cfg.AddressRunBurst = int(disabledIfNotPositive(float64(a.addressRunBurst)))
 	cfg.MaxSessionRuns = int(disabledIfNotPositive(float64(a.maxSessionRuns)))
+	cfg.MaxRunsPerAddress = int(max(a.maxRunsPerAddress, -1))
+	cfg.MaxRunInputBytes = int64(disabledIfNotPositive(float64(a.maxRunInputBytes)))
 }
 
 func (f *envFlags) float(p *float64, name, env string, def float64, usage string) {

@@ -12,7 +12,8 @@ import (
 // abuseEnv lists the abuse limits' environment variables.
 var abuseEnv = []string{"TOOLGATE_TRUSTED_PROXIES", "TOOLGATE_SESSION_RATE", "TOOLGATE_SESSION_BURST",
 	"TOOLGATE_MAX_RUNS_PER_SESSION", "TOOLGATE_RUN_RATE", "TOOLGATE_RUN_BURST", "TOOLGATE_MAX_OPEN_CALLS_PER_SESSION",
-	"TOOLGATE_ADDRESS_RUN_RATE", "TOOLGATE_ADDRESS_RUN_BURST", "TOOLGATE_MAX_SESSION_RUNS"}
+	"TOOLGATE_ADDRESS_RUN_RATE", "TOOLGATE_ADDRESS_RUN_BURST", "TOOLGATE_MAX_SESSION_RUNS", "TOOLGATE_MAX_RUNS_PER_ADDRESS",
+	"TOOLGATE_MAX_RUN_INPUT_BYTES", "TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS"}
 
 // TestServeAbuseLimitFlags: the limits default to DefaultConfig's; each
 // comes from its flag or variable; 0 disables one (a negative value in the
@@ -27,9 +28,21 @@ func TestServeAbuseLimitFlags(t *testing.T) {
 	if err != nil || cfg.SessionRate != def.SessionRate || cfg.SessionBurst != def.SessionBurst ||
 		cfg.MaxRunsPerSession != def.MaxRunsPerSession || cfg.RunRate != def.RunRate || cfg.RunBurst != def.RunBurst ||
 		cfg.MaxOpenCallsPerSession != def.MaxOpenCallsPerSession || cfg.TrustedProxies != nil ||
-		cfg.AddressRunRate != def.AddressRunRate || cfg.AddressRunBurst != def.AddressRunBurst || cfg.MaxSessionRuns != def.MaxSessionRuns {
+		cfg.AddressRunRate != def.AddressRunRate || cfg.AddressRunBurst != def.AddressRunBurst || cfg.MaxSessionRuns != def.MaxSessionRuns ||
+		cfg.MaxRunsPerAddress != 0 || cfg.MaxRunInputBytes != 8<<20 || cfg.MaxConnectionsPerAddress != 0 {
 		t.Fatalf("defaults: %+v, %v", cfg, err)
 	}
+	cfg, _, err = serveFlags([]string{"--max-runs-per-address", "2", "--max-run-input-bytes", "0", "--max-connections-per-address", "-5"})
+	if err != nil || cfg.MaxRunsPerAddress != 2 || cfg.MaxRunInputBytes >= 0 || cfg.MaxConnectionsPerAddress != -1 {
+		t.Fatalf("runs per address 2, run input disabled, connections per address disabled: %+v, %v", cfg, err)
+	}
+	t.Setenv("TOOLGATE_MAX_RUN_INPUT_BYTES", "65536")
+	t.Setenv("TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS", "100")
+	if cfg, _, err = serveFlags(nil); err != nil || cfg.MaxRunInputBytes != 65536 || cfg.MaxConnectionsPerAddress != 100 {
+		t.Fatalf("from the environment: %+v, %v", cfg, err)
+	}
+	os.Unsetenv("TOOLGATE_MAX_RUN_INPUT_BYTES")
+	os.Unsetenv("TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS")
 
 	cfg, _, err = serveFlags([]string{"--session-rate", "0.5", "--session-burst", "300", "--trusted-proxies", "10.0.0.0/8, 127.0.0.1",
 		"--max-runs-per-session", "1", "--run-rate", "0", "--run-burst", "3", "--max-open-calls-per-session", "0",
