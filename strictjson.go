@@ -32,6 +32,20 @@ func CheckStrictJSON(raw []byte) error {
 	return err
 }
 
+// bodyDepth is the nesting a request body may add above MaxJSONDepth: the
+// levels of its own envelope around args, metadata or messages.
+const bodyDepth = 8
+
+// CheckStrictJSONBody is CheckStrictJSON for a whole request body (the
+// envelope around a call's args, a session's metadata, a run's
+// messages): the same checks, with room for the envelope's own levels
+// above MaxJSONDepth, so that a value inside it that nests too deeply is
+// refused by that value's own check, naming it.
+func CheckStrictJSONBody(raw []byte) error {
+	_, err := walkJSONText(raw, MaxJSONDepth+bodyDepth, 0)
+	return err
+}
+
 // CheckStrictJSONValues is CheckStrictJSON that also returns the number
 // of values raw holds (objects, arrays, strings, numbers, true, false and
 // null; member names are not values), counted in the same pass: what a

@@ -39,7 +39,7 @@ func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 	}
 	if envelope.Type != toolgate.AnswerBatch {
 		var answer toolgate.Answer
-		if err := decodeBytes(body, &answer, false); err != nil {
+		if err := decodeChecked(body, &answer, false); err != nil {
 			WriteError(w, r, err)
 			return
 		}
@@ -69,7 +69,7 @@ func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 	bad := make([]*toolgate.Error, len(envelope.Results))
 	var valid []toolgate.Answer
 	for i, raw := range envelope.Results {
-		if err := decodeBytes(raw, &answers[i], false); err != nil {
+		if err := decodeChecked(raw, &answers[i], false); err != nil {
 			bad[i] = err.(*toolgate.Error)
 			continue
 		}

@@ -122,8 +122,25 @@ func readBody(r *http.Request, allowEmpty bool) ([]byte, error) {
 	return body, nil
 }
 
-// decodeBytes decodes one JSON value, explaining what is wrong with it.
+// decodeBytes decodes one JSON value, explaining what is wrong with it,
+// and holds the whole of it to toolgate.CheckStrictJSONBody.
 func decodeBytes(body []byte, v any, strict bool) error {
+	if err := decodeChecked(body, v, strict); err != nil {
+		return err
+	}
+	// The whole body is held to what args are held to: a member named
+	// twice (Go keeps the last, other readers the first), invalid UTF-8
+	// (Go reads U+FFFD) or half a surrogate pair is refused, not read one
+	// way here and another by whoever reads it next.
+	if err := toolgate.CheckStrictJSONBody(body); err != nil {
+		return toolgate.Errorf(toolgate.EBadRequest, "the body %s", err)
+	}
+	return nil
+}
+
+// decodeChecked is decodeBytes for a value decodeBytes has checked
+// already (the same body read again, or a part of it): it decodes only.
+func decodeChecked(body []byte, v any, strict bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
