@@ -96,6 +96,19 @@ func ParseTrustedProxies(list []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// AddressKey is the key a client address is limited by: an IPv4 address
+// itself, an IPv6 address's /64 (the listener's share of connections per
+// address uses it too).
+func AddressKey(a netip.Addr) string { return addrKey(a) }
+
+// IsTrustedProxy reports whether a is one of the trusted proxies.
+func IsTrustedProxy(a netip.Addr, trusted []netip.Prefix) bool { return isTrusted(a, trusted) }
+
+// ParseAddress reads a peer address (net.Conn.RemoteAddr().String(), with
+// or without a port) as the limits read it: an IPv4 address written as
+// IPv6 is the IPv4 address, an IPv6 zone is dropped.
+func ParseAddress(s string) (netip.Addr, bool) { return parseHostAddr(s) }
+
 // addrKey is the key a client address is limited by: an IPv4 address
 // itself, an IPv6 address's /64 (one host, or one home, is given a whole
 // /64 and can pick any address in it).

@@ -155,6 +155,11 @@ type Options struct {
 	// BodyReadTimeout bounds the reading of a request's body (see
 	// readBodyWithin); 0 means 10 s.
 	BodyReadTimeout time.Duration
+	// ProxiedAddressShare bounds the requests in flight per client
+	// address that come through a trusted proxy (SessionLimit's
+	// TrustedProxies; addressshare.go): the share of connections the
+	// listener keeps for direct clients. 0 or less: no bound.
+	ProxiedAddressShare int
 	// Mount, when set, adds routes (such as the agent loop's runs API) to
 	// the router after the built-in ones.
 	Mount func(r Router, api *API)

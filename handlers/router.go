@@ -86,6 +86,7 @@ func New(opts Options) *API {
 	r.Use(browserHeaders)
 	r.Use(a.limitBody)
 	r.Use(a.readBodyWithin)
+	r.Use(newProxiedShares(opts.ProxiedAddressShare, opts.SessionLimit.TrustedProxies).limitProxied)
 	r.Use(newHostPolicy(opts.ListenAddr, opts.AllowedHosts).checkHost)
 	if len(opts.AllowedOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{

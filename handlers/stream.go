@@ -128,6 +128,7 @@ func takeOver(w http.ResponseWriter, r *http.Request, hub *streamHub, hs *hubStr
 		WriteError(w, r, err)
 		return
 	}
+	conn = keepShare(r, conn) // its client address's place, behind a proxy
 	hs.stream.out = chunkOut{conn: conn, timeout: hub.writeTimeout}
 	conn.SetWriteDeadline(time.Now().Add(hub.writeTimeout))
 	if _, err := conn.Write(streamHead(w.Header())); err != nil {

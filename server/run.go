@@ -115,6 +115,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		ListenAddr:      cfg.Addr,
 		AllowedHosts:    cfg.AllowedHosts,
 		BodyReadTimeout: cfg.BodyReadTimeout,
+		// Behind a trusted proxy, the share of connections one client
+		// address may hold is kept per request (see connshare.go).
+		ProxiedAddressShare: cfg.connectionsPerAddress(connectionLimit(cfg.MaxConnections)),
 	})
 	baseCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -161,8 +164,10 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("listen on %s: %w", s.Config.Addr, err)
 	}
 	limit := connectionLimit(s.Config.MaxConnections)
-	s.log.Info("connection limit", "max_connections", limit)
-	s.listener = limitConnections(ln, limit, s.log)
+	share := s.Config.connectionsPerAddress(limit)
+	s.log.Info("connection limit", "max_connections", limit, "max_connections_per_address", share)
+	trusted, _ := handlers.ParseTrustedProxies(s.Config.TrustedProxies) // checked by Validate
+	s.listener = limitConnections(shareConnections(ln, share, trusted, s.log), limit, s.log)
 	return nil
 }
 
