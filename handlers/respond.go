@@ -132,10 +132,33 @@ func decodeBytes(body []byte, v any, strict bool) error {
 	// twice (Go keeps the last, other readers the first), invalid UTF-8
 	// (Go reads U+FFFD) or half a surrogate pair is refused, not read one
 	// way here and another by whoever reads it next.
-	if err := toolgate.CheckStrictJSONBody(body); err != nil {
+	if err := toolgate.CheckStrictJSONBody(body); err != nil && !checkedOnItsOwn(body) {
 		return toolgate.Errorf(toolgate.EBadRequest, "the body %s", err)
 	}
 	return nil
+}
+
+// ownChecks are the members of a request body whose values the gateway
+// holds to toolgate.CheckStrictJSON itself, with messages that name them
+// ("args names the member \"text\" twice", "metadata nests … deeper than
+// 32 levels"): a call's args, a session's metadata.
+var ownChecks = []string{"args", "metadata"}
+
+// checkedOnItsOwn reports, for a body the strict check refused, whether a
+// member of ownChecks fails it too: that member's own check then refuses
+// the request, naming it, rather than the body's. Only refused bodies
+// come here, so its cost is off the path of every request that passes.
+func checkedOnItsOwn(body []byte) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return false
+	}
+	for _, name := range ownChecks {
+		if value, ok := top[name]; ok && toolgate.CheckStrictJSON(value) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeChecked is decodeBytes for a value decodeBytes has checked
