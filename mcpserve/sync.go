@@ -48,6 +48,7 @@ func (q *changeQueue) take() []string {
 // change gathered meanwhile is in the next update).
 func (e *Endpoint) syncLoop() {
 	defer close(e.done)
+	defer e.listingDone()
 	pace := newListPacer(e.opts.ListInterval, time.Now())
 	for {
 		select {
@@ -70,6 +71,8 @@ func (e *Endpoint) syncLoop() {
 			}
 			e.refresh(source)
 		}
+		// The first round holds every source Start added.
+		e.listingDone()
 	}
 }
 
