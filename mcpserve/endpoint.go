@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/outputsafety"
 )
 
 // MCP's HTTP headers the endpoint reads.
@@ -63,6 +64,9 @@ type Endpoint struct {
 	origins *originPolicy
 	posts   *postContexts
 	waiters *callWaiters
+	// screen finds text aimed at a model in what outsiders wrote of their
+	// tools (descriptions, schemas, client names) before hosts see it.
+	screen *outputsafety.Sanitizer
 
 	gateway *route     // /mcp
 	names   *nameTable // /mcp's names; only the sync goroutine uses it
@@ -113,6 +117,7 @@ func New(opts Options) *Endpoint {
 		origins:  newOriginPolicy(opts.AllowedOrigins),
 		posts:    newPostContexts(),
 		waiters:  newCallWaiters(),
+		screen:   outputsafety.New(),
 		names:    newNameTable(),
 		sessions: map[string]*route{},
 		changes:  newChangeQueue(),

@@ -103,7 +103,7 @@ func (e *Endpoint) refreshGatewayTools() {
 			e.log.Warn("MCP: a gateway tool is not listed on /mcp: a session's tool holds its name", "tool", t.Name)
 			continue
 		}
-		offers = append(offers, newOffer(key, name, t, "", e.callHandler("", t.Name)))
+		offers = append(offers, newOffer(key, name, e.screened(t), "", e.callHandler("", t.Name)))
 	}
 	e.releaseNames(e.gateway.tools.replace("", offers))
 }
@@ -114,7 +114,7 @@ func (e *Endpoint) refreshSessionTools(sid string) {
 	var offers []offer
 	view, err := e.engine.SessionView(e.life, sid)
 	if err == nil && view.ClosedAt == nil {
-		note := ownerNote(view)
+		note := e.ownerNote(view)
 		for _, t := range view.Tools {
 			if !t.Online {
 				continue
@@ -125,7 +125,7 @@ func (e *Endpoint) refreshSessionTools(sid string) {
 				e.log.Warn("MCP: a session's tool is not listed on /mcp: its names are taken", "session", sid, "tool", t.Name)
 				continue
 			}
-			offers = append(offers, newOffer(key, name, t, note, e.callHandler(sid, t.Name)))
+			offers = append(offers, newOffer(key, name, e.screened(t), note, e.callHandler(sid, t.Name)))
 		}
 	}
 	e.releaseNames(e.gateway.tools.replace(sid, offers))
