@@ -172,7 +172,9 @@ func (e *Endpoint) newRoute(instructions string) *route {
 	}
 }
 
-// Mount adds /mcp and /mcp/sessions/{sid} (every method) to r.
+// Mount adds /mcp and /mcp/sessions/{sid} (every method) to r. Their
+// requests wait for Start's first listing (or Close): call Start before
+// serving.
 func (e *Endpoint) Mount(r handlers.Router) {
 	r.Handle("/mcp", e.guard(http.HandlerFunc(e.serveGateway)))
 	r.Handle("/mcp/sessions/{sid}", e.guard(http.HandlerFunc(e.serveSession)))
