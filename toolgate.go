@@ -99,6 +99,10 @@ type ToolInfo struct {
 	Source       ToolSource `json:"source"`
 	Online       bool       `json:"online"`
 	RegisteredAt *Time      `json:"registered_at,omitempty"`
+	// DescriptionWithheld, in GET /api/tools and MCP listings, says the
+	// description or parameter descriptions held text aimed at a model
+	// and are shown withheld (outputsafety.ScreenTool).
+	DescriptionWithheld bool `json:"description_withheld,omitempty"`
 }
 
 // ClientInfo describes the program behind a session.

@@ -363,9 +363,15 @@ func (r *Runner) finish(ctx context.Context, run *toolgate.Run, output string, e
 	emit(Event{Type: EventRunFinished, RunID: run.ID, Run: summary(run)})
 }
 
+// fail ends the run failed with code and message, and logs cause.
+// The message and the cause pass the guard's redaction first: they can
+// hold what a model endpoint or a tool set sent back, which may repeat a
+// key the gateway sent it (a 401 quoting the API key), and they reach the
+// run's caller, its event stream and the log.
 func (r *Runner) fail(ctx context.Context, run *toolgate.Run, code, message string, cause error, emit func(Event)) {
+	message = r.redactText(message)
 	if cause != nil {
-		r.log().Warn("run failed", "run", run.ID, "code", code, "err", cause)
+		r.log().Warn("run failed", "run", run.ID, "code", code, "err", r.redactText(cause.Error()))
 	}
 	e := &toolgate.CallError{Code: code, Message: message}
 	if err := r.Store.FinishRun(context.WithoutCancel(ctx), run.ID, toolgate.RunFailed, "", e); err != nil {
@@ -374,6 +380,24 @@ func (r *Runner) fail(ctx context.Context, run *toolgate.Run, code, message stri
 	}
 	run.Status, run.Error = toolgate.RunFailed, e
 	emit(Event{Type: EventRunFailed, RunID: run.ID, Error: e, Run: summary(run)})
+}
+
+// redactText returns text with the gateway's secrets and the values that
+// look like credentials redacted, by the guard's whole step (its findings
+// are not used); text as it is without a guard.
+func (r *Runner) redactText(text string) string {
+	if r.Guard == nil || text == "" {
+		return text
+	}
+	raw, err := json.Marshal(text)
+	if err != nil {
+		return text
+	}
+	var out string
+	if json.Unmarshal(r.Guard.GuardOutput("", raw, true).Output, &out) != nil {
+		return "(a message that could not be redacted)"
+	}
+	return out
 }
 
 // discardLog is the logger of a Runner given none.

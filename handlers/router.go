@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/cors"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/outputsafety"
 	"github.com/toolgate/toolgate/web"
 )
 
@@ -66,7 +67,7 @@ func New(opts Options) *API {
 	a.streams = newStreamHub(opts.Heartbeat, opts.StreamWriteTimeout)
 	// Each resource holds only its part of the engine.
 	sessions := &sessionHandlers{sessions: opts.Engine}
-	tools := &toolHandlers{tools: opts.Engine}
+	tools := &toolHandlers{tools: opts.Engine, screen: outputsafety.New()}
 	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: opts.Heartbeat,
 		writeTimeout: opts.StreamWriteTimeout}
 	poll := &pollHandler{delivery: opts.Engine, wait: opts.PollWait, maxWait: opts.MaxPollWait}

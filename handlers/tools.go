@@ -6,12 +6,16 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/outputsafety"
 )
 
 // toolHandlers serve the tools: a session registers and removes its own,
 // the caller lists them all.
 type toolHandlers struct {
 	tools Tools
+	// screen finds text aimed at a model in the tools' descriptions and
+	// schemas, which the caller may hand to its model as they are.
+	screen *outputsafety.Sanitizer
 }
 
 // handleToolsRegister serves POST /v1/sessions/{sid}/tools.
@@ -48,13 +52,24 @@ func (h *toolHandlers) handleToolDelete(w http.ResponseWriter, r *http.Request) 
 	WriteJSON(w, http.StatusOK, map[string]any{"type": "tool_removed", "name": name})
 }
 
-// handleToolsList serves GET /api/tools?session_id=&limit=&after= (agent
-// key): one session's tools, or a page of every tool with next_after.
+// handleToolsList serves GET /api/tools?session_id=&limit=&after=
+// &descriptions= (agent key): one session's tools, or a page of every tool
+// with next_after. A caller hands these tools to its model as the agent
+// loop does, so they are screened as the agent loop's are
+// (outputsafety.ScreenTool): a tool from outside the gateway whose
+// description or parameter descriptions hold text aimed at a model is
+// listed with them withheld and description_withheld true;
+// descriptions=registered lists them as registered (still flagged).
 func (h *toolHandlers) handleToolsList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, err := pageLimit(q.Get("limit"))
 	if err != nil {
 		WriteError(w, r, err)
+		return
+	}
+	descriptions := q.Get("descriptions")
+	if descriptions != "" && descriptions != "screened" && descriptions != "registered" {
+		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "descriptions must be screened (the default) or registered"))
 		return
 	}
 	query := toolgate.ToolQuery{SessionID: q.Get("session_id"), After: q.Get("after"), Limit: limit}
@@ -71,6 +86,14 @@ func (h *toolHandlers) handleToolsList(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		WriteError(w, r, err)
 		return
+	}
+	for i, t := range list.Tools {
+		screened, _ := h.screen.ScreenToolInfo(t)
+		if descriptions == "registered" {
+			list.Tools[i].DescriptionWithheld = screened.DescriptionWithheld
+		} else {
+			list.Tools[i] = screened
+		}
 	}
 	WriteJSON(w, http.StatusOK, list)
 }

@@ -44,7 +44,14 @@ const maxErrorMessage = 2000
 // SDK then sends notifications/cancelled), a progress token whose
 // notifications/progress go on through agentloop.ReportProgress, and the
 // result mapped onto the gateway's (resultOutput).
+//
+// Its error passes Options.Redact: it holds what the server answered.
 func (t *tool) Execute(ctx context.Context, args json.RawMessage) (agentloop.Result, error) {
+	res, err := t.execute(ctx, args)
+	return res, t.srv.redactError(err)
+}
+
+func (t *tool) execute(ctx context.Context, args json.RawMessage) (agentloop.Result, error) {
 	cs, err := t.srv.currentSession(t.name)
 	if err != nil {
 		return agentloop.Result{}, err

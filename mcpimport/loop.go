@@ -20,7 +20,7 @@ func (s *Server) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		why := err.Error()
+		why := s.redactText(err.Error()) // it may quote the server
 		s.setOffline(why)
 		if lasted >= s.opts.MaxBackoff {
 			delay = s.opts.MinBackoff
@@ -88,7 +88,7 @@ func (s *Server) refresh(ctx context.Context, cs *mcp.ClientSession) error {
 		if !answered(err) {
 			return fmt.Errorf("listing its tools: %w", err)
 		}
-		s.log.Warn("MCP server refused to list its tools; keeping the last list", "err", err)
+		s.log.Warn("MCP server refused to list its tools; keeping the last list", "err", s.redactText(err.Error()))
 		s.setOnline(cs, s.Tools())
 		return nil
 	}

@@ -47,6 +47,14 @@ type Options struct {
 	// (a response, or an event of a stream): past it the call fails
 	// PAYLOAD_TOO_LARGE without the rest being read.
 	MaxResultBytes int
+	// Redact, when set, is what everything the server sends back passes
+	// before it reaches a caller, a run's events or the log: a call's
+	// error message and details, why the server is offline, its refusals
+	// and its stderr lines (a server may repeat a secret the gateway
+	// sent it). It takes and returns a JSON value, keeping its shape;
+	// the server wires the output guard's redaction. A call's output is
+	// not passed: the call's record keeps it as the tool returned it.
+	Redact func(json.RawMessage) json.RawMessage
 	// HTTPClient reaches a Streamable HTTP server; nil uses a client of
 	// the Server's own (whose idle connections Close drops), with no
 	// overall timeout (streams are long-lived).

@@ -35,8 +35,9 @@ func newStderrLimit() *rate.Limiter {
 // entry per line, within limit. Write never blocks on the log's account:
 // the pipe is always drained.
 type stderrLogger struct {
-	log   *slog.Logger
-	limit *rate.Limiter
+	log    *slog.Logger
+	limit  *rate.Limiter
+	redact func(string) string // each line, before it is logged; nil: none
 
 	mu        sync.Mutex
 	line      []byte
@@ -121,5 +122,8 @@ func (w *stderrLogger) emitLocked(cut bool) {
 		return
 	}
 	w.summaryLocked()
+	if w.redact != nil {
+		line = w.redact(line)
+	}
 	w.log.Info("MCP server stderr", "line", line)
 }

@@ -65,7 +65,7 @@ func (s *Server) convertTools(listed []*mcp.Tool) []agentloop.Tool {
 			}
 		}
 		if err != nil {
-			why := err.Error()
+			why := s.redactText(err.Error())
 			if warned[mt.Name] != why {
 				s.log.Warn("MCP tool left out", "tool", mt.Name, "why", why)
 			}

@@ -54,6 +54,7 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		transport = &mcp.StreamableClientTransport{Endpoint: s.cfg.Target, HTTPClient: s.httpClient, MaxEventSize: 2 * s.messageBound}
 	} else {
 		conn.stderr = newStderrLogger(s.log, s.stderrLimit)
+		conn.stderr.redact = s.redactText
 		conn.cmd = shellCommand(s.cfg.Target)
 		conn.cmd.Stderr = conn.stderr
 		// Wait gives up on the stderr pipe this long after the process

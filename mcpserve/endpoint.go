@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/outputsafety"
 )
 
 // MCP's HTTP headers the endpoint reads.
@@ -62,6 +64,9 @@ type Endpoint struct {
 	origins *originPolicy
 	posts   *postContexts
 	waiters *callWaiters
+	// screen finds text aimed at a model in what outsiders wrote of their
+	// tools (descriptions, schemas, client names) before hosts see it.
+	screen *outputsafety.Sanitizer
 
 	gateway *route     // /mcp
 	names   *nameTable // /mcp's names; only the sync goroutine uses it
@@ -73,7 +78,12 @@ type Endpoint struct {
 	closed   bool
 	calls    sync.WaitGroup // tools/call handlers running (enter, Close)
 
-	changes   *changeQueue
+	changes *changeQueue
+	// listed is closed once the first listing after Start is done (or
+	// the endpoint closes): requests wait for it, so that a host
+	// connecting as the gateway starts finds every tool listed.
+	listed    chan struct{}
+	listOnce  sync.Once
 	life      context.Context
 	end       context.CancelFunc
 	stopWatch func()
@@ -102,14 +112,16 @@ func New(opts Options) *Endpoint {
 	e := &Endpoint{
 		engine:   opts.Engine,
 		log:      opts.Log,
-		sdkLog:   slog.New(atLeast{opts.Log.Handler(), slog.LevelWarn}),
+		sdkLog:   slog.New(atLeast{newUndeliveredLog(opts.Log.Handler(), undeliveredInterval, time.Now), slog.LevelWarn}),
 		opts:     opts,
 		origins:  newOriginPolicy(opts.AllowedOrigins),
 		posts:    newPostContexts(),
 		waiters:  newCallWaiters(),
+		screen:   outputsafety.New(),
 		names:    newNameTable(),
 		sessions: map[string]*route{},
 		changes:  newChangeQueue(),
+		listed:   make(chan struct{}),
 		life:     life,
 		end:      end,
 		done:     make(chan struct{}),
@@ -160,14 +172,17 @@ func (e *Endpoint) newRoute(instructions string) *route {
 	}
 }
 
-// Mount adds /mcp and /mcp/sessions/{sid} (every method) to r.
+// Mount adds /mcp and /mcp/sessions/{sid} (every method) to r. Their
+// requests wait for Start's first listing (or Close): call Start before
+// serving.
 func (e *Endpoint) Mount(r handlers.Router) {
 	r.Handle("/mcp", e.guard(http.HandlerFunc(e.serveGateway)))
 	r.Handle("/mcp/sessions/{sid}", e.guard(http.HandlerFunc(e.serveSession)))
 }
 
 // Start watches the engine's tools and lists them: every open session's
-// and the gateway's own, then each change. Starting twice does nothing.
+// and the gateway's own, then each change. Requests that come before that
+// first listing is done wait for it. Starting twice does nothing.
 func (e *Endpoint) Start() {
 	e.startOnce.Do(func() {
 		e.stopWatch = e.engine.WatchTools(e.changes.add)
@@ -196,6 +211,7 @@ func (e *Endpoint) Close() {
 		e.mu.Unlock()
 		e.end()
 		e.startOnce.Do(func() {}) // no Start after Close
+		e.listingDone()           // nothing waits for a listing any more
 		// Started: stop the watch, then the sync goroutine.
 		if e.stopWatch != nil {
 			e.stopWatch()
@@ -252,6 +268,15 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
 // serveRoute hands a request to the route's handler for its revision,
 // through the keep-alive writer.
 func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request) {
+	// The first listing after Start (no more than a read of each open
+	// session): a host that connects as the gateway starts would
+	// otherwise find tools missing, and a call to one would be refused as
+	// unknown.
+	select {
+	case <-e.listed:
+	case <-r.Context().Done():
+		return
+	}
 	if e.isClosed() {
 		unavailable(w, codeShuttingDown, "the gateway is shutting down")
 		return
@@ -293,6 +318,11 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 		defer e.admitted()
 	}
 	rt.stateful.ServeHTTP(sw, r)
+}
+
+// listingDone releases the requests waiting for the first listing.
+func (e *Endpoint) listingDone() {
+	e.listOnce.Do(func() { close(e.listed) })
 }
 
 func (e *Endpoint) isClosed() bool {

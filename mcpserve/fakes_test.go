@@ -27,6 +27,8 @@ type fakeEngine struct {
 	gateway  []toolgate.ToolInfo
 	sessions map[string]*toolgate.SessionView
 	watch    func(string)
+	// viewHeld, when set, holds every SessionView until it is closed.
+	viewHeld chan struct{}
 
 	createCall func(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error)
 	waitCall   func(ctx context.Context, id string) (*toolgate.Call, error)
@@ -55,7 +57,17 @@ func (f *fakeEngine) SessionIDs() []string {
 	return ids
 }
 
-func (f *fakeEngine) SessionView(_ context.Context, sid string) (*toolgate.SessionView, error) {
+func (f *fakeEngine) SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error) {
+	f.mu.Lock()
+	held := f.viewHeld
+	f.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v, ok := f.sessions[sid]

@@ -55,7 +55,7 @@ func (e *Endpoint) syncSessionRoute(rt *route, sid string) bool {
 			continue
 		}
 		key := toolKey{sid, t.Name}
-		offers = append(offers, newOffer(key, t.Name, t, "", e.callHandler(sid, t.Name)))
+		offers = append(offers, newOffer(key, t.Name, e.screened(t), "", e.callHandler(sid, t.Name)))
 	}
 	rt.tools.replace(sid, offers)
 	return true
@@ -80,8 +80,9 @@ func (e *Endpoint) existingSessionRoute(sid string) *route {
 }
 
 // ownerNote is the line a session's tool carries on /mcp, saying whose it
-// is.
-func ownerNote(view *toolgate.SessionView) string {
+// is. The client's name, version and platform are the client's own words:
+// when they hold text aimed at a model they are withheld.
+func (e *Endpoint) ownerNote(view *toolgate.SessionView) string {
 	client := view.Client.Name
 	if client == "" {
 		client = "a client"
@@ -92,5 +93,18 @@ func ownerNote(view *toolgate.SessionView) string {
 	if view.Client.Platform != "" {
 		client += " (" + view.Client.Platform + ")"
 	}
+	if screened, _ := e.screen.ScreenText(client); screened == "" {
+		client = "a client (its name withheld: it held text aimed at the model)"
+	}
 	return fmt.Sprintf("[toolgate: a tool of %s, session %s]", client, view.ID)
+}
+
+// screened returns a tool as hosts are shown it: the description and
+// parameters of a tool from outside the gateway pass the injection search
+// the agent loop applies to what its model is shown
+// (outputsafety.ScreenTool); flagged text is withheld and the tool's
+// _meta says so.
+func (e *Endpoint) screened(t toolgate.ToolInfo) toolgate.ToolInfo {
+	t, _ = e.screen.ScreenToolInfo(t)
+	return t
 }

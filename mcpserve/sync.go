@@ -48,6 +48,7 @@ func (q *changeQueue) take() []string {
 // change gathered meanwhile is in the next update).
 func (e *Endpoint) syncLoop() {
 	defer close(e.done)
+	defer e.listingDone()
 	pace := newListPacer(e.opts.ListInterval, time.Now())
 	for {
 		select {
@@ -70,6 +71,8 @@ func (e *Endpoint) syncLoop() {
 			}
 			e.refresh(source)
 		}
+		// The first round holds every source Start added.
+		e.listingDone()
 	}
 }
 
@@ -100,7 +103,7 @@ func (e *Endpoint) refreshGatewayTools() {
 			e.log.Warn("MCP: a gateway tool is not listed on /mcp: a session's tool holds its name", "tool", t.Name)
 			continue
 		}
-		offers = append(offers, newOffer(key, name, t, "", e.callHandler("", t.Name)))
+		offers = append(offers, newOffer(key, name, e.screened(t), "", e.callHandler("", t.Name)))
 	}
 	e.releaseNames(e.gateway.tools.replace("", offers))
 }
@@ -111,7 +114,7 @@ func (e *Endpoint) refreshSessionTools(sid string) {
 	var offers []offer
 	view, err := e.engine.SessionView(e.life, sid)
 	if err == nil && view.ClosedAt == nil {
-		note := ownerNote(view)
+		note := e.ownerNote(view)
 		for _, t := range view.Tools {
 			if !t.Online {
 				continue
@@ -122,7 +125,7 @@ func (e *Endpoint) refreshSessionTools(sid string) {
 				e.log.Warn("MCP: a session's tool is not listed on /mcp: its names are taken", "session", sid, "tool", t.Name)
 				continue
 			}
-			offers = append(offers, newOffer(key, name, t, note, e.callHandler(sid, t.Name)))
+			offers = append(offers, newOffer(key, name, e.screened(t), note, e.callHandler(sid, t.Name)))
 		}
 	}
 	e.releaseNames(e.gateway.tools.replace(sid, offers))

@@ -182,6 +182,11 @@ func inputSchema(parameters json.RawMessage) (json.RawMessage, error) {
 // metaKey prefixes the keys toolgate puts in MCP _meta objects.
 const metaKey = "io.toolgate/"
 
+// MetaDescriptionWithheld, true on a listed tool, says its description
+// or its parameters' descriptions held text aimed at a model and are
+// shown withheld (the tool stays callable).
+const MetaDescriptionWithheld = metaKey + "description_withheld"
+
 // buildTool makes the MCP definition of a tool listed under name;
 // ownerNote, when not empty, is added to the description (whose tool it
 // is, on /mcp).
@@ -202,6 +207,9 @@ func buildTool(name string, info toolgate.ToolInfo, ownerNote string) (*mcp.Tool
 		Description: description,
 		InputSchema: schema,
 		Meta:        mcp.Meta{metaKey + "tool": info.Name, metaKey + "source": info.Source},
+	}
+	if info.DescriptionWithheld {
+		t.Meta[MetaDescriptionWithheld] = true
 	}
 	if info.ReadOnly {
 		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}

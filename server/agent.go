@@ -70,7 +70,8 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	reg.Connect(e, engineDispatcher{e})
 	reg.OnChange(func() { e.toolWatch.changed("") }) // an imported server's tools
-	imports, err := importMCPServers(reg, cfg, log)
+	guard := newOutputGuard(e, cfg)
+	imports, err := importMCPServers(reg, cfg, guard.redactJSON, log)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 		a.Runner.MaxInputBytes = cfg.MaxRunInputBytes
 	}
 	// Tool outputs pass the safety step before a model sees them.
-	a.Runner.Guard = newOutputGuard(e, cfg)
+	a.Runner.Guard = guard
 	warnShortKeys(e, cfg, log)
 	a.Runner.TrustRemoteOptOut = cfg.ClientKey != "" // only clients given the key register tools
 	claim := a.claimOrphanRuns
@@ -129,12 +130,14 @@ func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.
 }
 
 // importMCPServers adds a tool set to reg for each imported MCP server
-// (Config.MCPServers), offline until startImports connects them.
-func importMCPServers(reg *agentloop.Registry, cfg Config, log *slog.Logger) ([]*mcpimport.Server, error) {
+// (Config.MCPServers), offline until startImports connects them. What
+// the servers send back passes redact before it reaches a caller, a run's
+// events or the log.
+func importMCPServers(reg *agentloop.Registry, cfg Config, redact func(json.RawMessage) json.RawMessage, log *slog.Logger) ([]*mcpimport.Server, error) {
 	var imports []*mcpimport.Server
 	for _, c := range cfg.MCPServers {
 		opts := cfg.MCPOptions
-		opts.Log = log
+		opts.Log, opts.Redact = log, redact
 		s := mcpimport.New(c, opts)
 		if err := reg.AddToolSet(s); err != nil {
 			return nil, fmt.Errorf("MCP server %s: %w", c.Name, err)

@@ -76,6 +76,14 @@ func urlPassword(raw string) string {
 	return p
 }
 
+// redactJSON redacts what an imported MCP server sends back
+// (mcpimport.Options.Redact): the gateway's secrets and the values that
+// look like credentials; any JSON value, its shape kept.
+func (g outputGuard) redactJSON(v json.RawMessage) json.RawMessage {
+	out, _ := g.s.Sanitize(v, outputsafety.ModeFull)
+	return out
+}
+
 // GuardOutput implements agentloop.OutputGuard.
 func (g outputGuard) GuardOutput(tool string, output json.RawMessage, full bool) agentloop.GuardedOutput {
 	mode := outputsafety.ModeFull
