@@ -188,7 +188,7 @@ func TestStdioResultOverLineLimit(t *testing.T) {
 	if !strings.Contains(te.Message, "restarts the server") {
 		t.Errorf("message %q does not say the server is restarted", te.Message)
 	}
-	testwait.Until(t, 10*time.Second, "local started again", func() bool {
+	testwait.Until(t, 30*time.Second, "local started again", func() bool {
 		if !s.Online() {
 			return false
 		}
