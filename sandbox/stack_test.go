@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
-	"runtime/debug"
 	"testing"
 	"time"
 
