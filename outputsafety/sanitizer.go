@@ -85,7 +85,14 @@ func (s *Sanitizer) Sanitize(output json.RawMessage, mode Mode) (json.RawMessage
 		text := s.sanitizeString(string(output), false, false, func() string { return "$" }, mode, &rep)
 		return json.RawMessage(text), rep
 	}
+	cuts, split := s.splitSecrets(output, mode)
+	rep.Redacted += split
+	index := 0 // of the string visited, keys counted, as splitSecrets counts
 	w := walker{in: output, visit: func(str string, isKey, underSecret bool, path func() string) string {
+		if c := cuts[index]; c != nil {
+			str = applyCuts(str, c)
+		}
+		index++
 		return s.sanitizeString(str, isKey, underSecret, path, mode, &rep)
 	}}
 	return w.run(), rep
