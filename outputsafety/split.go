@@ -103,40 +103,69 @@ type joinFind struct {
 	name       string
 }
 
-// acrossJoin returns the secrets that cross the join of a and b.
+// acrossJoin returns the secrets that cross the join of a and b: a known
+// secret within splitWindow bytes of the join, or a credential pattern's
+// match in the run of credential characters (letters, digits and
+// _-+/=.) that the join cuts, when that run is long enough to hold one.
 func (s *Sanitizer) acrossJoin(a, b string, mode Mode) []joinFind {
-	from := max(0, len(a)-splitWindow)
-	for from < len(a) && !utf8.RuneStart(a[from]) {
-		from++
-	}
-	to := min(len(b), splitWindow)
-	for to < len(b) && !utf8.RuneStart(b[to]) {
-		to++
-	}
-	head, tail := a[from:], b[:to]
-	joined := head + tail
 	var out []joinFind
-	crosses := func(start, end int, name string) {
+	cross := func(from int, head string, start, end int, name string) {
 		if start < len(head) && end > len(head) {
 			out = append(out, joinFind{start: from + start, end: end - len(head), name: name})
 		}
 	}
-	for _, nd := range s.needles {
-		for at := 0; ; {
-			k := strings.Index(joined[at:], nd.text)
-			if k < 0 {
-				break
+	if len(s.needles) > 0 {
+		from := max(0, len(a)-splitWindow)
+		for from < len(a) && !utf8.RuneStart(a[from]) {
+			from++
+		}
+		to := min(len(b), splitWindow)
+		for to < len(b) && !utf8.RuneStart(b[to]) {
+			to++
+		}
+		head := a[from:]
+		joined := head + b[:to]
+		for _, nd := range s.needles {
+			for at := 0; ; {
+				k := strings.Index(joined[at:], nd.text)
+				if k < 0 {
+					break
+				}
+				cross(from, head, at+k, at+k+len(nd.text), nd.name)
+				at += k + 1
 			}
-			crosses(at+k, at+k+len(nd.text), nd.name)
-			at += k + 1
 		}
 	}
-	if mode == ModeFull && len(out) == 0 {
-		for _, m := range credentialSpans(joined) {
-			crosses(m.start, m.end, "credential")
-		}
+	if mode != ModeFull || len(out) > 0 {
+		return out
+	}
+	from := len(a)
+	for from > 0 && len(a)-from < splitWindow && isCredentialByte(a[from-1]) {
+		from--
+	}
+	to := 0
+	for to < len(b) && to < splitWindow && isCredentialByte(b[to]) {
+		to++
+	}
+	if from == len(a) || to == 0 || len(a)-from+to < minSplitRun {
+		return nil
+	}
+	head := a[from:]
+	joined := head + b[:to]
+	for _, m := range credentialSpans(joined) {
+		cross(from, head, m.start, m.end, "credential")
 	}
 	return out
+}
+
+// minSplitRun is the shortest run of credential characters across a join
+// that is searched: no credential shape is shorter.
+const minSplitRun = 16
+
+// isCredentialByte reports whether c may be part of a credential that
+// has a shape (a token, a key in base64).
+func isCredentialByte(c byte) bool {
+	return isWordByte(c) || c == '-' || c == '+' || c == '/' || c == '=' || c == '.'
 }
 
 // applyCuts redacts the parts of str that cuts name; overlapping parts
