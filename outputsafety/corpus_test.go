@@ -147,3 +147,21 @@ func TestRedactionCorpus(t *testing.T) {
 		t.Errorf("the table in %s is not what the corpus gives now; run go test ./outputsafety -run TestRedactionCorpus -update-doc. It should read:\n%s", docPath, table)
 	}
 }
+
+// TestKnownSecretWithLookAlikesRedacted: a known secret with look-alike
+// letters (a Cyrillic а for the a), fullwidth letters or invisible
+// characters put in it is still the secret.
+func TestKnownSecretWithLookAlikesRedacted(t *testing.T) {
+	s := newSanitizer()
+	for _, in := range []string{
+		"key " + strings.Replace(agentKey, "a", "\u0430", 1) + " end",
+		"key " + strings.Replace(agentKey, "Z", "\uff3a", 1) + " end",
+		"key " + agentKey[:10] + "\u200b\u0445" + agentKey[11:] + " end", // a Cyrillic х for the x
+	} {
+		for _, mode := range []outputsafety.Mode{outputsafety.ModeFull, outputsafety.ModeSecretsOnly} {
+			if got, _ := text(t, s, in, mode); got != "key [REDACTED:agent_key] end" {
+				t.Errorf("mode %d: %q → %q", mode, in, got)
+			}
+		}
+	}
+}

@@ -13,7 +13,8 @@
 //     URL-escaped, hex, and base64 (standard and URL alphabets, at every
 //     alignment, so the secret is found inside a longer base64 text such
 //     as an HTTP Basic credential), and with invisible format characters
-//     (zero-width spaces, soft hyphens) put inside it. A secret shorter
+//     (zero-width spaces, soft hyphens) put inside it or look-alike
+//     letters (Cyrillic, Greek, fullwidth) for its own. A secret shorter
 //     than MinSecretLength (4) is ignored: redacting it would redact
 //     ordinary words; a short one's encodings are not looked for. A
 //     secret split across three strings or more, spaced out, reversed or
