@@ -46,7 +46,9 @@
 // Cheap disguises are undone first: a string holding look-alike
 // Cyrillic or Greek letters, fullwidth or mathematical letters, other
 // dashes or invisible characters is folded to ASCII before the
-// credential patterns look (fold.go), and a secret split across two
+// credential patterns look (fold.go), a base64 text that decodes to text
+// holding a credential of a known shape is redacted whole
+// (base64Matches), and a secret split across two
 // neighbouring strings of one object or array is found at their join
 // and both parts redacted (split.go).
 //

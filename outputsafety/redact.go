@@ -406,7 +406,7 @@ func looksRandom(s string) bool {
 func mayHoldCredential(str string) bool {
 	return len(str) >= 8 && (strings.ContainsAny(str, "_-=:.") || strings.Contains(str, "AKIA") || strings.Contains(str, "ASIA") ||
 		strings.Contains(str, "AIza") || strings.Contains(str, "SK") || strings.Contains(str, "AC") ||
-		containsFold(str, "bearer") || containsFold(str, "basic"))
+		containsFold(str, "bearer") || containsFold(str, "basic") || holdsBase64Run(str))
 }
 
 // containsFold reports whether s holds sub (ASCII lowercase) in any case.
@@ -414,6 +414,22 @@ func containsFold(s, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
+		}
+	}
+	return false
+}
+
+// holdsBase64Run reports whether str holds minBase64Run letters, digits,
+// + or / in a row: base64 that may hide a credential (base64Matches).
+func holdsBase64Run(str string) bool {
+	run := 0
+	for i := 0; i < len(str); i++ {
+		if isBase64StdByte(str[i]) {
+			if run++; run >= minBase64Run {
+				return true
+			}
+		} else {
+			run = 0
 		}
 	}
 	return false

@@ -1,6 +1,7 @@
 package outputsafety
 
 import (
+	"encoding/base64"
 	"regexp"
 	"strings"
 )
@@ -104,8 +105,13 @@ func isBase64StdByte(c byte) bool {
 }
 
 // tokenMatches returns the credentials in str found by their shape alone,
-// in order, without overlaps.
+// in order, without overlaps, also when base64 hides them (base64Matches).
 func tokenMatches(str string) []match {
+	return withoutOverlaps(append(shapeMatches(str), base64Matches(str)...))
+}
+
+// shapeMatches returns the credentials in str found by their shape.
+func shapeMatches(str string) []match {
 	var ms []match
 	for _, m := range findAll(tokenRules, nil, str, 0) {
 		if m.rule.name != "openai_key" || looksRandom(str[m.start+3:m.end]) { // "sk-learn-…" is a word
@@ -117,4 +123,65 @@ func tokenMatches(str string) []match {
 		ms = append(ms, discordMatches(str)...)
 	}
 	return withoutOverlaps(ms)
+}
+
+// minBase64Run is the shortest base64 text decoded to look for a
+// credential in: the base64 of the shortest credential shape (20 bytes).
+const minBase64Run = 26
+
+// maxBase64Run bounds one base64 text decoded (an output is at most 1
+// MiB, so this bounds nothing an output could not hold, but keeps one
+// decoding's buffer small): a longer run is looked at in its first part.
+const maxBase64Run = 64 << 10
+
+// base64Matches returns the runs of base64 (standard or URL alphabet,
+// padded or not) in str whose decoding is text holding a credential of a
+// known shape: the whole run is the match. A run whose decoding is not
+// text (an image, compressed data) is left alone.
+func base64Matches(str string) []match {
+	var ms []match
+	for i := 0; i < len(str); {
+		if !isBase64AnyByte(str[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(str) && isBase64AnyByte(str[j]) {
+			j++
+		}
+		run := strings.TrimRight(str[i:j], "=")
+		if len(run) >= minBase64Run && (i == 0 || !isWordByte(str[i-1])) {
+			if decoded, ok := decodeBase64Text(run[:min(len(run), maxBase64Run)]); ok && len(shapeMatches(decoded)) > 0 {
+				ms = append(ms, match{rule: &base64Rule, start: i, end: j})
+			}
+		}
+		i = j
+	}
+	return ms
+}
+
+var base64Rule = rule{name: "base64_credential"}
+
+func isBase64AnyByte(c byte) bool { return isBase64StdByte(c) || c == '-' || c == '_' || c == '=' }
+
+// decodeBase64Text decodes run (unpadded, either alphabet) and reports
+// whether it decodes to printable ASCII text.
+func decodeBase64Text(run string) (string, bool) {
+	if len(run)%4 == 1 {
+		run = run[:len(run)-1]
+	}
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(run, "-_") {
+		enc = base64.RawURLEncoding
+	}
+	out, err := enc.DecodeString(run)
+	if err != nil {
+		return "", false
+	}
+	for _, c := range out {
+		if (c < 0x20 || c > 0x7e) && c != '\n' && c != '\r' && c != '\t' {
+			return "", false
+		}
+	}
+	return string(out), true
 }
