@@ -157,14 +157,43 @@ func TestChaosRuns(t *testing.T) {
 			t.Errorf("%d calls stored for one tool call of a run (run and tool: %s)", n, step)
 		}
 	}
+	// Every tool call the model asked for has its answer in the run's
+	// messages, stored call or not (a call refused before it was stored,
+	// such as an imported tool's while its server is not connected again,
+	// is answered with the refusal).
+	callsOfRun := map[string]int{}
+	for _, c := range calls {
+		callsOfRun[c.RunID]++
+	}
+	toolAnswers, offline, notFound := map[string]int{}, 0, 0
+	for _, m := range readRunMessages(t, g.DBPath) {
+		var msg struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		}
+		if json.Unmarshal([]byte(m.Message), &msg) == nil && msg.Role == "tool" {
+			toolAnswers[m.RunID]++
+			text, _ := json.Marshal(msg.Content)
+			if bytes.Contains(text, []byte("TOOL_OFFLINE")) {
+				offline++
+			} else if callsOfRun[m.RunID] < 2 && bytes.Contains(text, []byte("TOOL_NOT_FOUND")) {
+				notFound++
+			}
+		}
+	}
+	for _, r := range runs {
+		if r.Status == "finished" && toolAnswers[r.ID] != 2 {
+			t.Errorf("run %s finished with %d tool answers; the model asked for 2", r.ID, toolAnswers[r.ID])
+		}
+	}
 	if int64(len(runs)) < started.Load() {
 		t.Errorf("%d runs stored, fewer than the %d acknowledged", len(runs), started.Load())
 	}
 	if finished == 0 {
 		t.Error("no run finished")
 	}
-	t.Logf("chaos runs: %d kills, %d runs (%d acknowledged): %d finished, %d failed; %d calls %v; the MCP server ran %d calls",
-		kills, len(runs), started.Load(), finished, failed, len(calls), byStatus, mcpCalls.Load())
+	t.Logf("chaos runs: %d kills, %d runs (%d acknowledged): %d finished, %d failed; %d calls %v; %d tool calls answered TOOL_OFFLINE and %d TOOL_NOT_FOUND (not stored); the MCP server ran %d calls",
+		kills, len(runs), started.Load(), finished, failed, len(calls), byStatus, offline, notFound, mcpCalls.Load())
 }
 
 // storedRun is a run as the database file holds it.
@@ -194,6 +223,19 @@ func readRunCalls(t *testing.T, dbPath string) []storedRunCall {
 	withDB(t, dbPath, func(db *sqlx.DB) error {
 		return db.Select(&rows, `SELECT id, run_id, tool, status FROM calls WHERE run_id IS NOT NULL`)
 	})
+	return rows
+}
+
+// storedRunMessage is one message of a run as the database file holds it.
+type storedRunMessage struct {
+	RunID   string `db:"run_id"`
+	Message string `db:"message"`
+}
+
+func readRunMessages(t *testing.T, dbPath string) []storedRunMessage {
+	t.Helper()
+	var rows []storedRunMessage
+	withDB(t, dbPath, func(db *sqlx.DB) error { return db.Select(&rows, `SELECT run_id, message FROM run_messages`) })
 	return rows
 }
 
