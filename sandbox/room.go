@@ -195,7 +195,10 @@ func (f *memoryFreer) request() {
 	}
 }
 
-// run serves requests until ctx ends.
+// run serves requests until ctx ends. Each request is served by two
+// frees a gap apart: what a call still held when the first ran (measured:
+// a runaway recursion's last stack, ~100 MiB, was given back only by a
+// later collection) is given back by the second.
 func (f *memoryFreer) run(ctx context.Context) {
 	var last time.Time
 	for {
@@ -204,17 +207,19 @@ func (f *memoryFreer) run(ctx context.Context) {
 			return
 		case <-f.wake:
 		}
-		if wait := time.Until(last.Add(f.minGap)); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
+		for range 2 {
+			if wait := time.Until(last.Add(f.minGap)); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
 			}
+			debug.FreeOSMemory()
+			last = time.Now()
+			f.freed.Add(1)
 		}
-		debug.FreeOSMemory()
-		last = time.Now()
-		f.freed.Add(1)
 	}
 }

@@ -95,7 +95,7 @@ func TestRunawayRecursionMemory(t *testing.T) {
 	var after int64
 	testwait.Until(t, 30*time.Second, "the calls' memory given back to the operating system", func() bool {
 		after = procStatusKB(t, "VmRSS")
-		return (after-before)>>10 < 160
+		return (after-before)>>10 < 64
 	})
 	t.Logf("RSS after %d MiB (%d frees)", after>>10, set.MemoryFrees())
 }
