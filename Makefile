@@ -63,6 +63,7 @@ fuzz:
 	$(FUZZ) '^FuzzCheckToolSpec$$' $(call fuzz_for,100000x) .
 	$(FUZZ) '^FuzzCheckStrictJSON$$' $(call fuzz_for,100000x) .
 	$(FUZZ) '^FuzzSSEStream$$' $(call fuzz_for,40000x) ./mobile
+	$(FUZZ) '^FuzzRedact$$' $(call fuzz_for,60000x) ./outputsafety
 
 # End-to-end tests of the browser SDK and page in Debian's Chromium, behind nginx.
 e2e:
@@ -80,10 +81,14 @@ bench:
 # The chaos test: the real gateway killed with SIGKILL CHAOS_KILLS times
 # (every 1-3 s) while Go SDK clients answer calls and callers make them;
 # prints the figures RELIABILITY.md records. TOOLGATE_CHAOS_SEED=<n>
-# replays a run's kill times.
+# replays a run's kill times. TestChaosRuns then kills it (at most 10
+# times) during agent runs whose steps call a sandboxed tool and an
+# imported MCP server's tool. Then the full-disk tests (a tmpfs: root),
+# the second with an imported MCP server's calls in flight.
 CHAOS_KILLS ?= 50
 chaos:
-	TOOLGATE_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./internal/chaos
+	TOOLGATE_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 30m -run '^TestChaos(Runs)?$$' -v ./internal/chaos
+	$(GO) test -count=1 -timeout 5m -run '^(TestFullDiskDuringMCPImportCalls|TestFullDiskRefusesWritesAndRecovers)$$' -v ./server
 
 # The multi-node tests: three real toolgate serve processes on one
 # throwaway PostgreSQL (package pgtest), a client on one node, a caller on

@@ -71,6 +71,7 @@ func BenchmarkSanitizeAdversarial1MiB(b *testing.B) {
 		"ignore ", "you you ", "-----BEGIN RSA PRIVATE KEY-----!", "tgs_", "sk-aaaaaaaaaaaaaaaaaaaaaaaa ", "eyJaaaaaaaa.eyJ",
 		"password=", "bearer ", "<|", "\n##", "ａ\u200b", "use the tool x ",
 		"a\u00ad", "model must ", ". assistant, ", "your task ", "system: ", "call x_y ", "DB_PASSWORD=S3cr3tP@ss!\n",
+		"QUJDREVGR0hJSktMTU5PUFFSU1RVVldY ", "i g n o r e ", "MTAxMjM0NTY3ODkwMTIzNDU2.", "AKIAZZZZEXAMPLE7FAKE ",
 	} {
 		out, _ := json.Marshal(strings.Repeat(unit, mib/len(unit)))
 		b.Run(fmt.Sprintf("%q", unit), func(b *testing.B) { benchmarkSanitize(b, out, outputsafety.ModeFull) })

@@ -13,16 +13,21 @@
 //     URL-escaped, hex, and base64 (standard and URL alphabets, at every
 //     alignment, so the secret is found inside a longer base64 text such
 //     as an HTTP Basic credential), and with invisible format characters
-//     (zero-width spaces, soft hyphens) put inside it. A secret shorter
+//     (zero-width spaces, soft hyphens) put inside it or look-alike
+//     letters (Cyrillic, Greek, fullwidth) for its own. A secret shorter
 //     than MinSecretLength (4) is ignored: redacting it would redact
 //     ordinary words; a short one's encodings are not looked for. A
-//     secret split across two strings, spaced out, reversed or otherwise
-//     re-encoded is not found: the step keeps a tool from echoing a
-//     secret by accident, not one that means to leak it.
+//     secret split across three strings or more, spaced out, reversed or
+//     otherwise re-encoded is not found: the step keeps a tool from
+//     echoing a secret by accident, not one that means to leak it.
 //   - The gateway's session tokens (tgs_ and 43 base64url characters),
 //     found by their shape: the gateway keeps only their hashes.
 //   - Values that look like credentials (ModeFull only): OpenAI-style keys (sk-…), AWS access key ids (AKIA…,
-//     ASIA…), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_),
+//     ASIA…) and an unlabelled secret access key beside one (40 base64
+//     characters), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_),
+//     GitLab (glpat-…), npm (npm_…), Hugging Face (hf_…), SendGrid (SG.…),
+//     Twilio (SK…, AC…) and Discord bot tokens, Azure connection strings'
+//     AccountKey= and SharedAccessKey=,
 //     Slack tokens (xox[abprs]-…), Stripe keys (sk_live_…, rk_test_…),
 //     Google API keys (AIza…), JSON Web
 //     Tokens (eyJ….eyJ….…), PEM private key blocks, the credential of an
@@ -38,11 +43,22 @@
 //     the key's last word, so "token_type", "session_id" or
 //     "password_hint" are left alone).
 //
+// Cheap disguises are undone first: a string holding look-alike
+// Cyrillic or Greek letters, fullwidth or mathematical letters, other
+// dashes or invisible characters is folded to ASCII before the
+// credential patterns look (fold.go), a base64 text that decodes to text
+// holding a credential of a known shape is redacted whole
+// (base64Matches), and a secret split across two
+// neighbouring strings of one object or array is found at their join
+// and both parts redacted (split.go).
+//
 // A redacted value becomes [REDACTED:NAME] for a known secret (its name,
 // e.g. agent_key) and [REDACTED:credential] for a pattern.
 //
 // Then, in ModeFull, it looks for injection attempts in the redacted
-// text: phrases aimed at the model rather than about the same things
+// text (in English, and "ignore the previous instructions" in Spanish,
+// French, German, Portuguese, Italian and Chinese; a Human turn followed
+// by an Assistant turn; letters spelled one at a time read rejoined): phrases aimed at the model rather than about the same things
 // ("ignore previous instructions/directions", "you are now an
 // unrestricted AI", "New task:" at a sentence's start, "your task has
 // changed", "reveal your system prompt", "SYSTEM OVERRIDE", "AI agents

@@ -1,6 +1,7 @@
 package outputsafety
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -13,7 +14,10 @@ import (
 // imperative about its instructions, a role for it, a chat turn — so that
 // text about the same things ("## Instructions", "system: linux", "you
 // are now logged in", "ignoring all interactive prompts") is left alone.
-var injectionRules = []rule{
+var injectionRules = slices.Concat(englishInjectionRules, chatTurnRules, foreignInjectionRules)
+
+// englishInjectionRules are injectionRules in English.
+var englishInjectionRules = []rule{
 	// ignore/disregard/forget … previous/prior/above/your … instructions/directions/prompts/rules
 	requiring(injectionRule("ignore_instructions", ignoreVerb+` (?:(?:all|any|every one) (?:of )?)?(?:`+
 		`(?:(?:the|these|those|such|my|its|their) )?`+priorWord+`(?: (?:and|or|&) `+priorWord+`)? `+instructionNoun+
@@ -48,8 +52,8 @@ var injectionRules = []rule{
 		"print", "reveal", "show", "repeat", "output", "disclose", "leak", "display", "dump", "recite", "send", "share", "write", "tell", "give", "return",
 		"words", "lines", "sentences", "characters", "text", "content", "contents"), "prompt", "instruction", "message"),
 	// a chat turn: "system: you must …" at a line's start
-	within(requiring(lineStartRule(injectionRule("role_marker", `(?:system|assistant|developer) ?: ?(?:you\b|your\b|ignore|disregard|forget|from now on|do not|don't|never\b|always\b|new (?:task|instructions?)\b|act as|respond|reply|answer only|call\b|run\b|execute|send\b|reveal|print\b|override|obey|comply|follow|i am\b|i'm\b|the (?:ai|assistant|model|user)\b|as an ai)`,
-		"system", "assistant", "developer")), ":"), 48),
+	within(requiring(lineStartRule(injectionRule("role_marker", `(?:system|assistant|developer|human) ?: ?(?:you\b|your\b|ignore|disregard|forget|from now on|do not|don't|never\b|always\b|new (?:task|instructions?)\b|act as|respond|reply|answer only|call\b|run\b|execute|send\b|reveal|print\b|override|obey|comply|follow|i am\b|i'm\b|the (?:ai|assistant|model|user)\b|as an ai)`,
+		"system", "assistant", "developer", "human")), ":"), 48),
 	// a prompt template's turn: "### Instruction:", "### Response:", a lone "### Instruction" line
 	within(requiring(lineStartRule(injectionRule("role_marker", `#{2,} ?(?:(?:instruction|response|system|assistant|user|human|input) ?:|instruction ?(?:\n|$))`, "##")),
 		"instruction", "system", "assistant", "response", "user", "human", "input"), 40),
@@ -168,6 +172,21 @@ func findInjections(str string, path func() string, rep *Report) {
 			}
 		}
 		add(spaced, more)
+		room -= len(more)
+	}
+	// Letters spelled one at a time ("i g n o r e  p r e v i o u s")
+	// are read rejoined too.
+	if room > 0 && holdsSpacedLetters(norm) {
+		if joined, changed := despaced(str); changed {
+			joinedNorm, _ := normalize(joined, false)
+			var more []match
+			for _, m := range findAll(injectionRules, injectionWords, joinedNorm, room) {
+				if !holdsRule(found, m.rule) {
+					more = append(more, m)
+				}
+			}
+			add(joinedNorm, more)
+		}
 	}
 }
 

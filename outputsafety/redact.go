@@ -144,6 +144,12 @@ var tokenRules = []rule{
 	newRule("google_api_key", `AIza[0-9A-Za-z_-]{35}`, 64, "AIza"),
 	newRule("stripe_key", `[sr]k_(?:live|test)_[A-Za-z0-9]{16,}`, 512, "sk_live_", "sk_test_", "rk_live_", "rk_test_"),
 	newRule("jwt", `eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`, 16<<10, "eyJ"),
+	newRule("gitlab_token", `gl(?:pat|dt|rt|cbt|ptt|oas|ft|imt|soat|ffct)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]{2,}){0,2}`, 512,
+		"glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "gloas-", "glft-", "glimt-", "glsoat-", "glffct-"),
+	newRule("npm_token", `npm_[A-Za-z0-9]{36}\b`, 64, "npm_"),
+	newRule("huggingface_token", `hf_[A-Za-z0-9]{30,}\b`, 256, "hf_"),
+	newRule("sendgrid_key", `SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}`, 128, "SG."),
+	newRule("twilio_key", `(?:SK|AC)[0-9a-fA-F]{32}\b`, 64, "SK", "AC"),
 }
 
 // sessionTokenRule matches the gateway's own session tokens ("tgs_" and
@@ -181,29 +187,43 @@ var pairRules = []rule{
 	newRule("authorization", `authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest)\s+)?([^\s"'<>,;\[\]{}]{8,})`, 4096, "authorization"),
 	// a bare Bearer or Basic credential (kept unless it mixes letters and digits)
 	newRule("bearer", `(?:bearer|basic)\s+([a-z0-9._~+/-]{16,}=*)`, 4096, "bearer", "basic"),
+	// an Azure storage or Service Bus connection string's key
+	newRule("azure_key", `(?:accountkey|sharedaccesskey)=([a-z0-9+/]{20,}={0,2})`, 512, "accountkey", "sharedaccesskey"),
 	// the password of a URL, scheme://user:password@host
 	{name: "url_password", anchors: []string{"://"}, re: regexp.MustCompile(`^://[^/\s:@]+:([^/\s@]{3,})@`), window: 512},
 }
 
-// redactCredentials replaces the values that look like credentials.
+// redactCredentials replaces the values that look like credentials,
+// also when look-alike letters or invisible characters disguise them
+// (foldForCredentials).
 func redactCredentials(str string) (string, int) {
-	if !mayHoldCredential(str) {
-		return str, 0
+	n := 0
+	if folded, from, ok := foldForCredentials(str); ok {
+		if ms := credentialSpans(folded); len(ms) > 0 {
+			str, n = replaceMatches(str, unfoldSpans(ms, from), "credential", func(match) bool { return true })
+		}
 	}
-	str, n := redactPEM(str)
-	str, k := replaceMatches(str, findAll(tokenRules, nil, str, 0), "credential", func(m match) bool {
-		return m.rule.name != "openai_key" || looksRandom(str[m.start+3:m.end]) // "sk-learn-…" is a word
-	})
+	if !mayHoldCredential(str) {
+		return str, n
+	}
+	str, k := redactPEM(str)
 	n += k
+	str, k = replaceMatches(str, tokenMatches(str), "credential", func(match) bool { return true })
+	n += k
+	str, k = replaceMatches(str, pairMatches(str), "credential", func(match) bool { return true })
+	return str, n + k
+}
+
+// pairMatches returns the credentials in str named by what precedes them
+// (pairRules) and the values of config lines, in order, without overlaps.
+func pairMatches(str string) []match {
 	var ms []match
 	for _, m := range findAll(pairRules, nil, asciiLower(str), 0) {
 		if pairValueIsSecret(str, m) {
 			ms = append(ms, m)
 		}
 	}
-	ms = withoutOverlaps(append(ms, configLineMatches(str)...))
-	str, k = replaceMatches(str, ms, "credential", func(match) bool { return true })
-	return str, n + k
+	return withoutOverlaps(append(ms, configLineMatches(str)...))
 }
 
 // pairValueIsSecret reports whether the value a pair rule found is a
@@ -324,8 +344,13 @@ const maxPEMBlock = 32 << 10
 // redactPEM replaces PEM private key blocks, header to footer, or header
 // and the base64 after it when the footer is missing.
 func redactPEM(str string) (string, int) {
+	return replaceMatches(str, pemMatches(str), "credential", func(match) bool { return true })
+}
+
+// pemMatches returns the PEM private key blocks in str (redactPEM).
+func pemMatches(str string) []match {
 	if !strings.Contains(str, "-----BEGIN ") {
-		return str, 0
+		return nil
 	}
 	var ms []match
 	nextEnd := -1 // the next "-----END " at or after the search, found once
@@ -353,11 +378,13 @@ func redactPEM(str string) (string, int) {
 				end = nextEnd + f[1]
 			}
 		}
-		ms = append(ms, match{start: pos, end: end})
+		ms = append(ms, match{rule: &pemRule, start: pos, end: end})
 		from = max(end, pos+1)
 	}
-	return replaceMatches(str, ms, "credential", func(match) bool { return true })
+	return ms
 }
+
+var pemRule = rule{name: "private_key"}
 
 // looksRandom reports whether s mixes letters and digits, as generated
 // keys do and words do not.
@@ -377,8 +404,9 @@ func looksRandom(s string) bool {
 // mayHoldCredential is a cheap first look: every pattern needs one of
 // these, so most short texts skip the rest.
 func mayHoldCredential(str string) bool {
-	return len(str) >= 8 && (strings.ContainsAny(str, "_-=:") || strings.Contains(str, "AKIA") || strings.Contains(str, "ASIA") ||
-		strings.Contains(str, "AIza") || containsFold(str, "bearer") || containsFold(str, "basic"))
+	return len(str) >= 8 && (strings.ContainsAny(str, "_-=:.") || strings.Contains(str, "AKIA") || strings.Contains(str, "ASIA") ||
+		strings.Contains(str, "AIza") || strings.Contains(str, "SK") || strings.Contains(str, "AC") ||
+		containsFold(str, "bearer") || containsFold(str, "basic") || holdsBase64Run(str))
 }
 
 // containsFold reports whether s holds sub (ASCII lowercase) in any case.
@@ -386,6 +414,22 @@ func containsFold(s, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
+		}
+	}
+	return false
+}
+
+// holdsBase64Run reports whether str holds minBase64Run letters, digits,
+// + or / in a row: base64 that may hide a credential (base64Matches).
+func holdsBase64Run(str string) bool {
+	run := 0
+	for i := 0; i < len(str); i++ {
+		if isBase64StdByte(str[i]) {
+			if run++; run >= minBase64Run {
+				return true
+			}
+		} else {
+			run = 0
 		}
 	}
 	return false

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -85,7 +84,14 @@ func (s *Sanitizer) Sanitize(output json.RawMessage, mode Mode) (json.RawMessage
 		text := s.sanitizeString(string(output), false, false, func() string { return "$" }, mode, &rep)
 		return json.RawMessage(text), rep
 	}
+	cuts, split := s.splitSecrets(output, mode)
+	rep.Redacted += split
+	index := 0 // of the string visited, keys counted, as splitSecrets counts
 	w := walker{in: output, visit: func(str string, isKey, underSecret bool, path func() string) string {
+		if c := cuts[index]; c != nil {
+			str = applyCuts(str, c)
+		}
+		index++
 		return s.sanitizeString(str, isKey, underSecret, path, mode, &rep)
 	}}
 	return w.run(), rep
@@ -136,7 +142,7 @@ func (s *Sanitizer) redactKnown(str string) (string, int) {
 		str = strings.ReplaceAll(str, nd.text, placeholder(nd.name))
 		total += n
 	}
-	if len(s.needles) > 0 && holdsFormatChar(str) {
+	if len(s.needles) > 0 && !isASCII(str) {
 		var n int
 		str, n = s.redactKnownHidden(str)
 		total += n
@@ -145,11 +151,15 @@ func (s *Sanitizer) redactKnown(str string) (string, int) {
 }
 
 // redactKnownHidden finds the known secrets in str with its invisible
-// format characters removed, and replaces each in str where it lies,
-// format characters and all. One pass to strip, one strings.Index scan
-// per needle: linear in str.
+// format characters removed and its look-alike letters folded to ASCII
+// (foldForCredentials), and replaces each in str where it lies, format
+// characters and all. One pass to fold, one strings.Index scan per
+// needle: linear in str.
 func (s *Sanitizer) redactKnownHidden(str string) (string, int) {
-	stripped, from := stripFormatChars(str)
+	stripped, from, changed := foldForCredentials(str)
+	if !changed {
+		return str, 0
+	}
 	type found struct {
 		start, end int // in str
 		name       string
@@ -173,8 +183,7 @@ func (s *Sanitizer) redactKnownHidden(str string) (string, int) {
 			for i := start; i < end; i++ {
 				taken[i] = true
 			}
-			// A needle is valid UTF-8, so its match ends at a rune's end.
-			ms = append(ms, found{start: int(from[start]), end: int(from[end-1]) + 1, name: nd.name})
+			ms = append(ms, found{start: int(from[start]), end: int(from[end]), name: nd.name})
 		}
 	}
 	if len(ms) == 0 {
@@ -192,40 +201,14 @@ func (s *Sanitizer) redactKnownHidden(str string) (string, int) {
 	return b.String(), len(ms)
 }
 
-// holdsFormatChar reports whether str holds an invisible format character
-// (Unicode category Cf).
-func holdsFormatChar(str string) bool {
-	for i := 0; i < len(str); {
-		if str[i] < utf8.RuneSelf {
-			i++
-			continue
+// isASCII reports whether str is ASCII only.
+func isASCII(str string) bool {
+	for i := 0; i < len(str); i++ {
+		if str[i] >= utf8.RuneSelf {
+			return false
 		}
-		r, size := utf8.DecodeRuneInString(str[i:])
-		if unicode.Is(unicode.Cf, r) {
-			return true
-		}
-		i += size
 	}
-	return false
-}
-
-// stripFormatChars returns str without its invisible format characters,
-// and for each byte of the result the offset of that byte in str.
-func stripFormatChars(str string) (string, []int32) {
-	var b strings.Builder
-	b.Grow(len(str))
-	from := make([]int32, 0, len(str))
-	for i := 0; i < len(str); {
-		r, size := utf8.DecodeRuneInString(str[i:])
-		if r < utf8.RuneSelf || !unicode.Is(unicode.Cf, r) {
-			b.WriteString(str[i : i+size])
-			for k := 0; k < size; k++ {
-				from = append(from, int32(i+k))
-			}
-		}
-		i += size
-	}
-	return b.String(), from
+	return true
 }
 
 // placeholder is what a redacted value becomes.

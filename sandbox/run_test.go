@@ -275,15 +275,16 @@ func TestConcurrentCalls(t *testing.T) {
 // budget of all calls is not listed; calls whose limits fill the budget
 // make the next wait.
 func TestMemoryBudgetBoundsCalls(t *testing.T) {
-	set := openSet(t, func(o *sandbox.Options) { o.MemoryBudgetMB = 100 }, func(dir string) {
+	// Each call counts its memory limit and its call stack's reserve.
+	set := openSet(t, func(o *sandbox.Options) { o.MemoryBudgetMB = 2*sandbox.StackReserveMB + 100 }, func(dir string) {
 		sandboxtest.Install(t, dir, "loop", "loop", `{"description": "spins", "memory_limit_mb": 80}`)
 		sandboxtest.Install(t, dir, "echo", "echo", `{"description": "answers", "memory_limit_mb": 32}`)
-		sandboxtest.Install(t, dir, "echo", "huge", `{"description": "too big", "memory_limit_mb": 200}`)
+		sandboxtest.Install(t, dir, "echo", "huge", `{"description": "too big", "memory_limit_mb": 300}`)
 	})
 	if got := strings.Join(set.names(), " "); got != "echo loop" {
 		t.Fatalf("listed %q; want echo loop", got)
 	}
-	if !strings.Contains(set.log.String(), "memory_limit_mb 200 is above the memory budget") {
+	if !strings.Contains(set.log.String(), "memory_limit_mb 300, with 128 MiB for its call stack, is above the memory budget") {
 		t.Fatalf("the log does not say why huge is left out:\n%s", set.log.String())
 	}
 	done := make(chan error, 1)

@@ -27,8 +27,12 @@
 //
 // Calls of one tool run at once, each in its own instance of the module
 // compiled once. How many run at once is bounded twice: by count
-// (Options.MaxConcurrent) and by the sum of their memory limits
-// (Options.MemoryBudgetMB); a call waits for room, within its deadline.
+// (Options.MaxConcurrent) and by the sum of their memory limits, each
+// with StackReserveMB for its call stack (Options.MemoryBudgetMB); a call
+// waits for room, within its deadline. The calls of runs that sessions'
+// tokens started have a share of both, so the agent key's calls always
+// find room (room). A call that made the heap grow is followed by a
+// return of the heap to the operating system (memoryFreer).
 //
 // The directory is looked at every Options.Poll: a module added is
 // compiled and listed, one changed (name, size and modification time of
@@ -49,11 +53,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
@@ -65,6 +67,9 @@ const (
 	DefaultMemoryBudgetMB = 1024
 	DefaultMaxTools       = 256
 	DefaultCloseWait      = 2 * time.Second
+	// freeMemoryGap is the least time between two returns of the heap
+	// to the operating system (memoryFreer).
+	freeMemoryGap = time.Second
 	// MaxModuleBytes bounds a NAME.wasm read (a Go module is 2 to 10
 	// MiB). Compiling is what a module costs most: seconds and tens of
 	// MiB for a Go module, more for a module made to be slow to compile.
@@ -86,11 +91,15 @@ type Options struct {
 	// DefaultPoll); negative never (a test calls Scan).
 	Poll time.Duration
 	// MemoryBudgetMB bounds the sum of the memory limits of the calls
-	// running at once (default DefaultMemoryBudgetMB); a tool whose
-	// memory_limit_mb is above it is not listed.
+	// running at once, each counted StackReserveMB more for its call
+	// stack (default DefaultMemoryBudgetMB); a tool whose memory_limit_mb
+	// and StackReserveMB are above it is not listed.
 	MemoryBudgetMB int64
 	// MaxConcurrent bounds the calls running at once (default twice the
-	// number of CPUs the process may use, at least 4).
+	// number of CPUs the process may use, at least 4). The calls of runs
+	// a session's token started share three quarters of it and of
+	// MemoryBudgetMB, one session at most half of that share: the agent
+	// key's calls always find room.
 	MaxConcurrent int
 	// MaxTools bounds the tools listed (default DefaultMaxTools).
 	MaxTools int
@@ -113,10 +122,8 @@ type ToolSet struct {
 	opts       Options
 	cache      wazero.CompilationCache
 	runtime    wazero.Runtime
-	ownScratch string              // the scratch root Open made (Options.ScratchDir unset), removed by Close
-	memory     *semaphore.Weighted // MiB of memory limits of the calls running
-	slots      chan struct{}       // one per call running
-	running    atomic.Int64        // calls holding both their slot and their memory
+	ownScratch string // the scratch root Open made (Options.ScratchDir unset), removed by Close
+	room       *room  // the bounds of the calls running at once
 
 	scanMu sync.Mutex // one scan at a time
 	failed map[string]failure
@@ -168,8 +175,7 @@ func Open(opts Options) (*ToolSet, error) {
 	}
 	s := &ToolSet{
 		opts:    opts,
-		memory:  semaphore.NewWeighted(opts.MemoryBudgetMB),
-		slots:   make(chan struct{}, opts.MaxConcurrent),
+		room:    newRoom(opts.MaxConcurrent, opts.MemoryBudgetMB, newMemoryFreer(freeMemoryGap)),
 		failed:  map[string]failure{},
 		modules: map[string]*module{},
 		done:    make(chan struct{}),
@@ -192,6 +198,7 @@ func Open(opts Options) (*ToolSet, error) {
 	}
 	s.Scan()
 	go s.watch()
+	go s.room.freer.run(s.life)
 	return s, nil
 }
 
@@ -315,29 +322,13 @@ func errRemoved(name string) error {
 	return toolgate.Errorf(toolgate.EToolNotFound, "the sandboxed tool %s was removed", name)
 }
 
-// waitForRoom takes a slot and the call's memory from the bounds of calls
-// running at once, waiting within ctx; release gives them back.
-func (s *ToolSet) waitForRoom(ctx context.Context, memoryMB int64) (release func(), err error) {
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if err := s.memory.Acquire(ctx, memoryMB); err != nil {
-		<-s.slots
-		return nil, err
-	}
-	s.running.Add(1)
-	return func() {
-		s.running.Add(-1)
-		s.memory.Release(memoryMB)
-		<-s.slots
-	}, nil
-}
-
 // Running is how many calls have their room (a slot and their memory)
 // and run now; calls waiting for room are not counted.
-func (s *ToolSet) Running() int { return int(s.running.Load()) }
+func (s *ToolSet) Running() int { return int(s.room.running.Load()) }
+
+// MemoryFrees is how many times the set has given the heap its calls
+// grew back to the operating system.
+func (s *ToolSet) MemoryFrees() int { return int(s.room.freer.freed.Load()) }
 
 // isHidden reports whether a directory entry is left alone (".cache").
 func isHidden(name string) bool { return strings.HasPrefix(name, ".") }

@@ -162,8 +162,8 @@ func (s *ToolSet) load(c candidate) (*module, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mb := int64(cfg.memoryBytes >> 20); mb > s.opts.MemoryBudgetMB {
-		return nil, fmt.Errorf("%s.json: memory_limit_mb %d is above the memory budget of all sandboxed calls (%d MiB)", c.name, mb, s.opts.MemoryBudgetMB)
+	if mb := int64(cfg.memoryBytes >> 20); weightMB(mb) > s.opts.MemoryBudgetMB {
+		return nil, fmt.Errorf("%s.json: memory_limit_mb %d, with %d MiB for its call stack, is above the memory budget of all sandboxed calls (%d MiB)", c.name, mb, StackReserveMB, s.opts.MemoryBudgetMB)
 	}
 	if s.opts.Admit != nil {
 		if err := s.opts.Admit(c.name); err != nil {

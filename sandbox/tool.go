@@ -81,7 +81,7 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (agentloop.Res
 		return agentloop.Result{}, errRemoved(t.name)
 	}
 	defer m.release()
-	release, err := t.set.waitForRoom(ctx, int64(m.config.memoryBytes>>20))
+	release, err := t.set.room.wait(ctx, weightMB(int64(m.config.memoryBytes>>20)))
 	if err != nil {
 		return agentloop.Result{}, err
 	}

@@ -1,0 +1,68 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/internal/testwait"
+	"github.com/toolgate/toolgate/sandbox"
+	"github.com/toolgate/toolgate/sandbox/sandboxtest"
+)
+
+// TestSessionsShareTheRoom: the calls of runs that sessions' tokens
+// started (agentloop.CallerSession in their context, as the engine sets
+// it) have a share of the calls running at once: one session holds at
+// most half of it, all sessions together three quarters of the slots,
+// so a session spinning many calls neither starves another session nor
+// the agent key, whose call runs at once.
+func TestSessionsShareTheRoom(t *testing.T) {
+	set := openSet(t, func(o *sandbox.Options) { o.MaxConcurrent = 4 }, func(dir string) {
+		sandboxtest.Install(t, dir, "loop", "loop", spec)
+		sandboxtest.Install(t, dir, "echo", "echo", spec)
+	})
+	loop, echo := set.tool(t, "loop"), set.tool(t, "echo")
+	spin, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	spinFor := func(sid string, n int) {
+		for range n {
+			wg.Go(func() { loop.Execute(agentloop.WithCallerSession(spin, sid), json.RawMessage(`{}`)) })
+		}
+	}
+	callAs := func(sid string, timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if sid != "" {
+			ctx = agentloop.WithCallerSession(ctx, sid)
+		}
+		_, err := echo.Execute(ctx, json.RawMessage(`{"text": "hi"}`))
+		return err
+	}
+
+	// One session's eight spinning calls hold one slot, its share.
+	spinFor("s1", 8)
+	testwait.Until(t, 10*time.Second, "s1's first loop to run", func() bool { return set.Running() == 1 })
+	if err := callAs("s2", 20*time.Second); err != nil {
+		t.Fatalf("another session's call beside one session's eight: %v", err)
+	}
+	if got := set.Running(); got != 1 {
+		t.Fatalf("%d calls run; want s1's one", got)
+	}
+	// Sessions together fill their share, three slots of four…
+	spinFor("s3", 2)
+	spinFor("s4", 2)
+	testwait.Until(t, 10*time.Second, "the sessions' loops to fill their share", func() bool { return set.Running() == 3 })
+	if err := callAs("s5", 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a session's call past the sessions' share: %v; want it to wait until its deadline", err)
+	}
+	// …and the agent key's call runs at once in the fourth.
+	if err := callAs("", 20*time.Second); err != nil {
+		t.Fatalf("the agent key's call beside the sessions' spinning calls: %v", err)
+	}
+}
