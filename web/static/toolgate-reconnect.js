@@ -37,9 +37,11 @@ export class ReconnectPolicy {
     this.#random = random;
   }
 
-  /** The current attempt went live: the failures in a row are forgotten. */
+  /**
+   * The current attempt went live: once it ends, the failures in a row are
+   * forgotten (unless a newer connection of the session replaced it).
+   */
   live() {
-    this.failures = 0;
     this.#wentLive = true;
   }
 
@@ -54,6 +56,7 @@ export class ReconnectPolicy {
     // one that never went live: reconnecting at once would replace that one
     // in turn, and the two would spin.
     if (this.#wentLive && error?.code !== "STREAM_REPLACED") {
+      this.failures = 0;
       wait = this.#random() * LIVE_JITTER_MS;
     } else {
       const ceiling = Math.min(this.#maxMs, this.#baseMs * 2 ** Math.min(this.failures, 20));
