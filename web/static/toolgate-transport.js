@@ -238,7 +238,8 @@ export async function probeStream({ fetchFn, baseUrl, sessionId, token, signal, 
       signal: controller.signal,
       onActivity: () => {},
       onEvent: (ev) => {
-        if (ev.type === "ready" && firstAt === null) firstAt = now();
+        // Both steps' data say {"type": "probe", "step": n}; the first comes as `event: ready`.
+        if (ev.step === 1 && firstAt === null) firstAt = now();
       },
     });
     return firstAt !== null && now() - firstAt >= PROBE_GAP_MS ? "streams" : "buffered";
