@@ -105,6 +105,8 @@ export class ToolgateClient extends EventTarget {
   #connectionSaid = "";
   /** The last transport that was live, to count switches. */
   #lastTransport = null;
+  /** Whether the shared connection's path was heard since connect(). */
+  #pathHeard = false;
   /** Whether the calls come over the connection the page's tabs share (toolgate-tabs.js). */
   #shared;
 
@@ -281,6 +283,7 @@ export class ToolgateClient extends EventTarget {
     const controller = new AbortController();
     this.#loop = controller;
     this.#claimStorageKey();
+    this.#pathHeard = false;
     this.#watchPage(true);
     this.#runner.resume();
     // A fresh connect asks for the session's open calls instead of replaying
@@ -781,7 +784,9 @@ export class ToolgateClient extends EventTarget {
 
   /** Takes what the shared connection's leader learned of its path (see toolgate-tabs.js). */
   #tookPath(path) {
-    const before = this.#info.last_cut;
+    // A cut from before this client heard the leader is told in `connection`, not as a "cut" event.
+    const before = this.#pathHeard ? this.#info.last_cut : path?.last_cut;
+    this.#pathHeard = true;
     this.#info = {
       heartbeat_ms: Number.isFinite(path?.heartbeat_ms) ? path.heartbeat_ms : null,
       poll_wait_ms: Number.isFinite(path?.poll_wait_ms) ? path.poll_wait_ms : null,
