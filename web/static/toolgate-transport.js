@@ -203,3 +203,96 @@ export async function pollEvents({ fetchFn, baseUrl, sessionId, token, cursor, w
   const next = Number.isFinite(body.cursor) ? body.cursor : cursor ?? null;
   return { events, cursor: next };
 }
+
+/** How much earlier than the end the probe's first step must arrive for the path to count as streaming. */
+export const PROBE_GAP_MS = 250;
+
+/**
+ * Asks the gateway's stream probe (`GET /v1/sessions/{sid}/probe`) whether
+ * the path between here and the gateway lets a stream through: the gateway
+ * sends a first step at once and a second 500 ms later; a path that streams
+ * delivers the first well before the end, a buffering one both at once.
+ * Resolves "streams", "buffered" (also: no answer within `timeoutMs`),
+ * "unknown" when the gateway has no probe (404, 405: an earlier version), or
+ * "busy" when a probe of the session runs already (409). Other failures
+ * (network, 5xx) reject.
+ * @param {{fetchFn: typeof fetch, baseUrl: string, sessionId: string, token: string,
+ *          signal?: AbortSignal, timeoutMs?: number, now?: () => number}} opts
+ * @returns {Promise<"streams"|"buffered"|"unknown"|"busy">}
+ */
+export async function probeStream({ fetchFn, baseUrl, sessionId, token, signal, timeoutMs = 5000, now = Date.now }) {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  signal?.addEventListener("abort", stop, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  let firstAt = null;
+  try {
+    await readEventStream({
+      fetchFn,
+      url: `${baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/probe`,
+      token,
+      signal: controller.signal,
+      onActivity: () => {},
+      onEvent: (ev) => {
+        // Both steps' data say {"type": "probe", "step": n}; the first comes as `event: ready`.
+        if (ev.step === 1 && firstAt === null) firstAt = now();
+      },
+    });
+    return firstAt !== null && now() - firstAt >= PROBE_GAP_MS ? "streams" : "buffered";
+  } catch (err) {
+    if (timedOut) return "buffered";
+    if (err instanceof ToolgateError && err.status === 409) return "busy";
+    if (err instanceof ToolgateError && (err.status === 404 || err.status === 405)) return "unknown";
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", stop);
+  }
+}
+
+/**
+ * While a connection polls, probes the stream now and then: after
+ * `switches.probeDelayMs`, when `switches.mayClimb()`, it asks `probe()`
+ * (probeStream for a session the connection carries, or null when it
+ * carries none now) and then calls `climb()` when the path streams,
+ * `tryStream()` (opening the stream beside the poll, a promise that rejects
+ * when it fails) against a gateway without the probe, or `failed(error)`
+ * when the path still holds streams back, and probes again later. It stops
+ * when `signal` aborts, or when the returned function is called.
+ * @param {{switches: import("./toolgate-reconnect.js").TransportSwitches, signal: AbortSignal,
+ *          probe: () => Promise<string|null>, climb: () => void, tryStream: () => Promise<void>,
+ *          failed: (error: Error) => void}} opts
+ * @returns {() => void}
+ */
+export function probeWhilePolling({ switches, signal, probe, climb, tryStream, failed }) {
+  let timer = null;
+  const schedule = () => {
+    if (!signal.aborted) timer = setTimeout(run, switches.probeDelayMs);
+  };
+  const fail = (error) => {
+    if (signal.aborted) return;
+    switches.probeFailed();
+    failed(error);
+    schedule();
+  };
+  async function run() {
+    if (!switches.mayClimb()) return schedule();
+    let verdict;
+    try {
+      verdict = await probe();
+    } catch (error) {
+      return fail(error);
+    }
+    if (signal.aborted) return;
+    if (verdict === "streams") return climb();
+    if (verdict === "unknown") return tryStream().catch(fail);
+    if (verdict === null || verdict === "busy") return schedule();
+    fail(new ToolgateError("STREAM_NOT_READY", "The stream probe came through all at once: the path still holds streams back"));
+  }
+  schedule();
+  return () => clearTimeout(timer);
+}
