@@ -1,6 +1,7 @@
 package mobile
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -218,4 +219,56 @@ func (a *gatewayAPI) closeSession(ctx context.Context, sess sessionCredentials) 
 type sessionCredentials struct {
 	id    string
 	token string
+}
+
+// Probing the stream (docs/PROTOCOL.md, "Probe the stream").
+const (
+	// probePass is how long before the probe's end its first step must
+	// arrive for the path to pass a stream (the gateway sends the second
+	// 500 ms after the first).
+	probePass = 250 * time.Millisecond
+	// probeTimeout bounds a probe through a proxy that holds it.
+	probeTimeout = 15 * time.Second
+)
+
+// probe runs GET /v1/sessions/{sid}/probe and reports whether the path
+// streams: the first step arrived at least probePass before the second
+// or the end. A refused probe is an error.
+func (a *gatewayAPI) probe(ctx context.Context, sess sessionCredentials) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.baseURL+sessionPath(sess.id, "/probe"), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+sess.token)
+	resp, err := a.long.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return false, decodeReplyError(resp, data)
+	}
+	var first time.Time
+	lines := bufio.NewReader(io.LimitReader(resp.Body, 64<<10))
+	for {
+		line, err := lines.ReadString('\n')
+		if strings.HasPrefix(line, "data:") {
+			switch {
+			case strings.Contains(line, `"step":1`):
+				first = time.Now()
+			case strings.Contains(line, `"step":2`):
+				return !first.IsZero() && time.Since(first) >= probePass, nil
+			}
+		}
+		if err == io.EOF {
+			return !first.IsZero() && time.Since(first) >= probePass, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
 }

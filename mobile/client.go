@@ -14,10 +14,9 @@ import (
 
 // Defaults of a new Client.
 const (
-	defaultReadyTimeout   = 10 * time.Second
+	defaultReadyTimeout   = 3 * time.Second
 	defaultHeartbeat      = 15 * time.Second
 	defaultPollWait       = 25 * time.Second
-	defaultStreamRetry    = 5 * time.Minute
 	defaultMaxEventBytes  = 16 << 20
 	defaultCloseFlush     = 5 * time.Second
 	defaultMaxBatch       = 16
@@ -46,7 +45,7 @@ type Client struct {
 	transportMode string
 	readyTimeout  time.Duration
 	pollWait      time.Duration
-	streamRetry   time.Duration
+	probeEvery    time.Duration
 	maxEventBytes int
 	tools         map[string]toolgate.ToolSpec
 	toolHandlers  map[string]CallHandler
@@ -59,6 +58,7 @@ type Client struct {
 	haveCursor  bool // an event seen since this process resumed the session
 	state       string
 	transport   string
+	path        pathState
 	lifeCtx     context.Context    // lives from Connect to the end of Close
 	stop        context.CancelFunc // ends lifeCtx
 	stopRecv    context.CancelFunc // stops receiving calls
@@ -85,7 +85,6 @@ func NewClient(url string) *Client {
 		workers:       1,
 		transportMode: TransportAuto,
 		readyTimeout:  defaultReadyTimeout,
-		streamRetry:   defaultStreamRetry,
 		maxEventBytes: defaultMaxEventBytes,
 		tools:         map[string]toolgate.ToolSpec{},
 		toolHandlers:  map[string]CallHandler{},
@@ -193,7 +192,8 @@ func (c *Client) SetTransport(mode string) error {
 }
 
 // SetReadyTimeoutMS sets how long a new stream may take to send its ready
-// event before it counts as held back by a proxy (default 10 s).
+// event, from its request being written, before it counts as held back by
+// a proxy (default 3 s).
 func (c *Client) SetReadyTimeoutMS(ms int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -212,13 +212,15 @@ func (c *Client) SetPollWaitMS(ms int64) {
 	}
 }
 
-// SetStreamRetryMS sets how long the automatic transport keeps to
-// long-poll before it tries the stream again (default 5 minutes).
+// SetStreamRetryMS sets how long the automatic transport, moved to the
+// long-poll by a proxy that held its stream back, polls before it first
+// probes the stream (default 60 s; doubled after each failed probe, up to
+// 10 minutes). A probe that passes moves it back to the stream.
 func (c *Client) SetStreamRetryMS(ms int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ms > 0 {
-		c.streamRetry = time.Duration(ms) * time.Millisecond
+		c.probeEvery = time.Duration(ms) * time.Millisecond
 	}
 }
 

@@ -19,8 +19,9 @@ const (
 
 // Transport modes for Client.SetTransport.
 const (
-	// TransportAuto streams over SSE and falls back to long-poll when the
-	// stream stalls (no ready or ping in time), trying the stream again later.
+	// TransportAuto streams over SSE and falls back to long-poll when a
+	// proxy holds the stream back (no ready in time, or only with the
+	// stream's end), probing the stream now and then to go back to it.
 	TransportAuto = "auto"
 	// TransportSSE only streams.
 	TransportSSE = "sse"

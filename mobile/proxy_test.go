@@ -37,11 +37,19 @@ type idleProxy struct {
 // on a free loopback port, until the test ends.
 func startIdleCuttingProxy(t *testing.T, upstream string) *idleProxy {
 	t.Helper()
+	return startNginx(t, "idle-cutting.conf.template", upstream, idleCut, "")
+}
+
+// startNginx runs nginx from the template of web/e2e/nginx in front of
+// upstream on a free loopback port, until the test ends, filling in
+// {{READ_TIMEOUT}} and {{EXTRA}}.
+func startNginx(t *testing.T, templateName, upstream string, readTimeout time.Duration, extra string) *idleProxy {
+	t.Helper()
 	bin := os.Getenv(nginxEnv)
 	if bin == "" {
 		t.Skipf("needs nginx: set %s to its binary (make e2e does)", nginxEnv)
 	}
-	template, err := os.ReadFile(filepath.Join("..", "web", "e2e", "nginx", "idle-cutting.conf.template"))
+	template, err := os.ReadFile(filepath.Join("..", "web", "e2e", "nginx", templateName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +62,8 @@ func startIdleCuttingProxy(t *testing.T, upstream string) *idleProxy {
 	dir := t.TempDir()
 	config := strings.NewReplacer(
 		"{{DIR}}", dir, "{{PORT}}", addr[strings.LastIndex(addr, ":")+1:],
-		"{{UPSTREAM}}", upstream, "{{READ_TIMEOUT}}", fmt.Sprintf("%ds", int(idleCut.Seconds())),
+		"{{UPSTREAM}}", upstream, "{{READ_TIMEOUT}}", fmt.Sprintf("%ds", int(readTimeout.Seconds())),
+		"{{EXTRA}}", extra,
 	).Replace(string(template))
 	configPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
@@ -93,7 +102,8 @@ func startIdleCuttingProxy(t *testing.T, upstream string) *idleProxy {
 }
 
 // finished returns the requests nginx has finished, as "status path" (the
-// query left out), from its access log.
+// query left out), from its access log (either template's format: the
+// request time, the status and the request are its last fields).
 func (p *idleProxy) finished(t *testing.T) []string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(p.dir, "access.log"))
@@ -104,13 +114,24 @@ func (p *idleProxy) finished(t *testing.T) []string {
 	var lines []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// $request_time $status "METHOD /path?query HTTP/1.1"
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 4 {
+		// $request_time $status "METHOD /path?query HTTP/1.1"; the
+		// buffering template has $msec first and $connection after the
+		// status.
+		line := sc.Text()
+		request := strings.Index(line, `"`)
+		if request < 0 {
 			continue
 		}
-		path, _, _ := strings.Cut(fields[3], "?")
-		lines = append(lines, fields[1]+" "+path)
+		before, after := strings.Fields(line[:request]), strings.Fields(line[request+1:])
+		if len(before) < 2 || len(after) < 2 {
+			continue
+		}
+		status := before[1]
+		if len(before) >= 4 {
+			status = before[2]
+		}
+		path, _, _ := strings.Cut(after[1], "?")
+		lines = append(lines, status+" "+path)
 	}
 	return lines
 }

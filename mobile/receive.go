@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/reconnect"
 )
 
 // streamOutcome says why a stream or a run of polls ended.
@@ -18,10 +19,12 @@ const (
 	outcomeStopped streamOutcome = iota
 	// outcomeRetry: the connection broke; try the same transport again.
 	outcomeRetry
-	// outcomeHeldBack: the gateway answered but the stream sent no ready
-	// in time, so something between holds it back; long-poll instead.
+	// outcomeHeldBack: the stream sent no ready in time, or its ready
+	// only with its end, so something between holds it back; long-poll
+	// instead.
 	outcomeHeldBack
-	// outcomeRetryStream: long-polled long enough; try the stream again.
+	// outcomeRetryStream: a probe found that the stream passes again; go
+	// back to it.
 	outcomeRetryStream
 	// outcomeSessionLost: the gateway refused the session.
 	outcomeSessionLost
@@ -38,32 +41,44 @@ const (
 const eventStreamReplaced = "stream_replaced"
 
 // receive runs the transports until ctx ends: the stream first (unless the
-// mode says poll), long-poll when the stream is held back, a new session
-// when the gateway refuses the old one. Between connections it waits what
-// the client's reconnect policy says: a connection that went live is
-// reopened at once.
+// mode says poll), long-poll when the stream is held back (probing the
+// stream now and then to climb back: reconnect.Climb), a new session when
+// the gateway refuses the old one. Between connections it waits what the
+// client's reconnect policy says: a connection that went live is reopened
+// at once.
 func (c *Client) receive(ctx context.Context) {
 	c.mu.Lock()
-	mode := c.transportMode
+	mode, probeEvery := c.transportMode, c.probeEvery
 	c.mu.Unlock()
 	useStream := mode != TransportPoll
+	var climb *reconnect.Climb // set while the poll stands in for a held-back stream
+	defer c.noteProbing(false)
 	for ctx.Err() == nil {
 		var outcome streamOutcome
 		if useStream {
 			outcome = c.runStream(ctx)
 		} else {
-			outcome = c.runPolls(ctx, mode == TransportAuto)
+			outcome = c.runPolls(ctx, climb)
 		}
 		switch outcome {
 		case outcomeStopped:
 			return
 		case outcomeHeldBack:
 			if mode == TransportAuto {
-				c.log(LevelWarn, "the stream sent no ready event in time (a proxy may be buffering it); switching to long-poll")
+				if climb == nil {
+					climb = reconnect.NewClimb(probeEvery)
+				}
+				climb.Downgraded()
+				c.noteProbing(true)
+				c.log(LevelWarn, fmt.Sprintf("a proxy holds the stream back (no ready event in time, or only with its end); switching to long-poll, probing the stream in %s",
+					climb.UntilProbe().Round(time.Second)))
 				useStream = false
 				continue
 			}
 		case outcomeRetryStream:
+			climb.Climbed()
+			c.noteProbing(false)
+			c.log(LevelInfo, "the stream passes the path again (a probe went through); switching back to the stream")
 			useStream = true
 			continue
 		case outcomeSessionLost:

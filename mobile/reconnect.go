@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	backoff "gopkg.in/cenkalti/backoff.v1"
+
 	"github.com/toolgate/toolgate/internal/reconnect"
 )
 
@@ -19,16 +21,21 @@ func noteRefusal(p *reconnect.Policy, err error) {
 // sseReconnect is the policy as r3labs/sse's ReconnectStrategy (a
 // backoff.BackOff): the library asks it after every connection of the
 // stream that ended with an error or could not open. ended runs first,
-// on the library's goroutine, with the connection just over.
+// on the library's goroutine, with the connection just over, and reports
+// whether to stop: a proxy held the connection back (its ready came only
+// with its end) and the long-poll is to stand in.
 type sseReconnect struct {
 	policy *reconnect.Policy
-	ended  func()
+	ended  func() (stop bool)
 }
 
-// NextBackOff implements backoff.BackOff; it never gives up (the stream
-// ends when the client closes, through its context).
+// NextBackOff implements backoff.BackOff; it gives up only when ended says
+// so (otherwise the stream ends when the client closes, through its
+// context).
 func (r sseReconnect) NextBackOff() time.Duration {
-	r.ended()
+	if r.ended() {
+		return backoff.Stop
+	}
 	return r.policy.Next()
 }
 

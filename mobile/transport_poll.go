@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/reconnect"
 )
 
 // pollEvent is one event of a poll reply: its sequence number and type,
@@ -19,22 +22,37 @@ type pollEvent struct {
 }
 
 // runPolls receives calls by long-poll until an error, the client closing,
-// or (when it stands in for a held-back stream) the time to try the stream
-// again. Each poll is held for the poll wait (the app's, else the
-// gateway's poll_wait_ms), shortened after a held poll failed on the way
-// (see pathLessons.pollFailed).
-func (c *Client) runPolls(ctx context.Context, standIn bool) streamOutcome {
+// or (when it stands in for a held-back stream: climb is not nil) a probe
+// of the stream passing (see probeStream). Each poll is held for the poll
+// wait (the app's, else the gateway's poll_wait_ms), shortened after a
+// held poll failed on the way (see pathLessons.pollFailed).
+func (c *Client) runPolls(ctx context.Context, climb *reconnect.Climb) streamOutcome {
 	sess, _ := c.credentials()
 	c.mu.Lock()
-	wait, streamRetry := c.pollWait, c.streamRetry
+	wait := c.pollWait
 	c.mu.Unlock()
 	if wait <= 0 {
 		wait = defaultPollWait
 	}
-	started := time.Now()
+	c.noteStream(0)
+	var passed atomic.Bool
+	if climb != nil {
+		pollCtx, stopPolls := context.WithCancel(ctx)
+		defer stopPolls()
+		probing := make(chan struct{})
+		defer func() { stopPolls(); <-probing }()
+		go func() {
+			defer close(probing)
+			if c.probeStream(pollCtx, sess, climb) {
+				passed.Store(true)
+				stopPolls() // ends the poll held now
+			}
+		}()
+		ctx = pollCtx
+	}
 	healthy := false
 	for {
-		if standIn && time.Since(started) > streamRetry {
+		if passed.Load() {
 			return outcomeRetryStream
 		}
 		cursor, useCursor := c.streamPosition()
@@ -47,6 +65,8 @@ func (c *Client) runPolls(ctx context.Context, standIn bool) streamOutcome {
 		sent := time.Now()
 		reply, err := c.api.poll(ctx, sess, cursor, useCursor, hold)
 		switch {
+		case passed.Load():
+			return outcomeRetryStream
 		case ctx.Err() != nil:
 			return outcomeStopped
 		case isSessionLost(err):
@@ -97,6 +117,30 @@ func (c *Client) runPolls(ctx context.Context, standIn bool) streamOutcome {
 			c.setState(StateReconnecting, "replaced by a newer connection of this session")
 			return outcomeReplaced
 		}
+	}
+}
+
+// probeStream probes the stream now and then, as climb says, while the
+// poll stands in for it, until a probe passes (it reports true) or ctx
+// ends.
+func (c *Client) probeStream(ctx context.Context, sess sessionCredentials, climb *reconnect.Climb) bool {
+	for {
+		if !sleepCtx(ctx, climb.UntilProbe()) {
+			return false
+		}
+		passed, err := c.api.probe(ctx, sess)
+		switch {
+		case ctx.Err() != nil:
+			return false
+		case passed:
+			return true
+		}
+		climb.ProbeFailed()
+		why := "its first step came only with its end"
+		if err != nil {
+			why = err.Error()
+		}
+		c.log(LevelInfo, fmt.Sprintf("probing the stream: %s; staying on the long-poll, next probe in %s", why, climb.UntilProbe().Round(time.Second)))
 	}
 }
 

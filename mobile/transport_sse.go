@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,10 +19,12 @@ import (
 
 // streamWatch is what the stream's callbacks tell its watchdog.
 type streamWatch struct {
-	responded   atomic.Bool  // the current connection got a 200
+	sent        atomic.Bool  // the current connection's request was written
 	ready       atomic.Bool  // the current connection sent ready
-	connStart   atomic.Int64 // unix nanoseconds of the current connection's 200
+	connStart   atomic.Int64 // unix nanoseconds of the current connection's request written
+	readyAt     atomic.Int64 // unix nanoseconds of the current connection's ready
 	lastEvent   atomic.Int64 // unix nanoseconds of the last event
+	heldBack    atomic.Bool  // a connection's ready came only with its end: poll instead
 	heartbeat   atomic.Int64 // nanoseconds, from the ready event
 	sessionLost atomic.Bool
 	replaced    atomic.Bool // the stream ended with stream_replaced
@@ -30,23 +33,37 @@ type streamWatch struct {
 // runStream receives calls over Server-Sent Events through r3labs/sse's
 // client, which reconnects by itself with Last-Event-ID, waiting what the
 // client's reconnect policy says (sseReconnect). A watchdog ends the stream
-// when the gateway answered but sent no ready event in time (a proxy holds
-// the stream back: outcomeHeldBack) or when neither event nor ping came
-// for two heartbeats (outcomeRetry). The stream asks the heartbeat learned
-// for this gateway (see pathLessons.streamEnded).
+// when no ready event came within the ready timeout of the request being
+// written (a proxy holds the stream back, perhaps its very headers:
+// outcomeHeldBack) or when neither event nor ping came for two heartbeats
+// (outcomeRetry). A connection whose ready came only together with its
+// end (a proxy that buffers and cuts before the ready timeout) is held
+// back too. The stream asks the heartbeat learned for this gateway (see
+// pathLessons.streamEnded).
 func (c *Client) runStream(ctx context.Context) streamOutcome {
 	sess, _ := c.credentials()
 	c.mu.Lock()
-	readyTimeout, heartbeat, maxEventBytes := c.readyTimeout, c.heartbeat, c.maxEventBytes
+	readyTimeout, heartbeat, maxEventBytes, mode := c.readyTimeout, c.heartbeat, c.maxEventBytes, c.transportMode
 	c.mu.Unlock()
 	if heartbeat <= 0 {
 		heartbeat = defaultHeartbeat
 	}
-	attemptCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	watch := &streamWatch{}
 	watch.heartbeat.Store(int64(heartbeat))
+	// The ready clock starts when the request is written, not when the
+	// reply's headers come: a buffering proxy may hold those too. A dial
+	// that fails writes nothing, and stays the library's retry.
+	attemptCtx, cancel := context.WithCancel(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err != nil {
+				return
+			}
+			watch.ready.Store(false)
+			watch.connStart.Store(time.Now().UnixNano())
+			watch.sent.Store(true)
+		},
+	}))
+	defer cancel()
 	streamURL := func(asked time.Duration) string {
 		u := c.api.baseURL + sessionPath(sess.id, "/events")
 		if asked > 0 {
@@ -64,10 +81,16 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 	// (called on the library's goroutine, before it reconnects, or after
 	// the subscription ended): a live stream cut while idle teaches the
 	// heartbeat to ask, which the library's next connection then asks.
-	connEnded := func() {
-		if asked, changed := c.streamConnEnded(watch); changed {
+	connEnded := func() bool {
+		asked, changed, heldBack := c.streamConnEnded(watch)
+		if changed {
 			stream.URL = streamURL(asked)
 		}
+		if heldBack && mode == TransportAuto {
+			watch.heldBack.Store(true) // ends the stream: the poll stands in
+			return true
+		}
+		return false
 	}
 	// The library's default backoff gives up after 15 minutes; the
 	// client's policy retries until the client closes.
@@ -77,9 +100,6 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 	}
 	stream.ResponseValidator = func(_ *sse.Client, resp *http.Response) error {
 		if resp.StatusCode == http.StatusOK {
-			watch.ready.Store(false)
-			watch.connStart.Store(time.Now().UnixNano())
-			watch.responded.Store(true)
 			return nil
 		}
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -105,8 +125,10 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 			if json.Unmarshal(msg.Data, &ready) == nil && ready.HeartbeatMS > 0 {
 				watch.heartbeat.Store(int64(time.Duration(ready.HeartbeatMS) * time.Millisecond))
 			}
+			watch.readyAt.Store(time.Now().UnixNano())
 			watch.ready.Store(true)
 			c.reconnect.WentLive()
+			c.noteStream(time.Duration(watch.heartbeat.Load()))
 			c.setState(StateConnected, TransportSSE)
 		case eventStreamReplaced:
 			watch.replaced.Store(true)
@@ -127,24 +149,39 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 	return c.watchStream(ctx, cancel, ended, watch, readyTimeout)
 }
 
+// heldTogether is how soon after its ready a connection may end for the
+// ready to count as handed over only with the end: a proxy that buffered
+// the stream (and cut it before the ready timeout) delivers the headers,
+// ready, any events and the end in one burst.
+const heldTogether = 100 * time.Millisecond
+
 // streamConnEnded records the end of one connection of a stream: when it
 // had gone live, whether it was cut while idle (pathLessons.streamEnded),
-// which may change the heartbeat streams to this gateway ask. It looks at
-// each connection once (a later call finds it not live).
-func (c *Client) streamConnEnded(watch *streamWatch) (time.Duration, bool) {
-	watch.responded.Store(false)
+// which may change the heartbeat streams to this gateway ask, and whether
+// its ready came only together with its end (held back). It looks at each
+// connection once (a later call finds it not live).
+func (c *Client) streamConnEnded(watch *streamWatch) (asked time.Duration, changed, heldBack bool) {
+	watch.sent.Store(false)
 	if !watch.ready.Swap(false) {
-		return 0, false
+		return 0, false, false
+	}
+	age := time.Since(time.Unix(0, watch.readyAt.Load()))
+	cut := !watch.replaced.Load()
+	if cut && age < heldTogether {
+		c.noteCut(age, "the stream's ready came only with its end (a proxy buffers it)")
+		return 0, false, true
 	}
 	idle := time.Since(time.Unix(0, watch.lastEvent.Load()))
 	heartbeat := time.Duration(watch.heartbeat.Load())
-	cut := !watch.replaced.Load()
-	asked, changed := gatewayPaths.streamEnded(c.api.baseURL, cut, idle, heartbeat)
+	if cut {
+		c.noteCut(age, fmt.Sprintf("the stream ended after %s, %s without a byte", age.Round(time.Millisecond), idle.Round(time.Millisecond)))
+	}
+	asked, changed = gatewayPaths.streamEnded(c.api.baseURL, cut, idle, heartbeat)
 	if changed {
 		c.log(LevelInfo, fmt.Sprintf("the stream was cut twice after about %s without a byte (a proxy's idle limit?); asking a heartbeat of %s",
 			idle.Round(100*time.Millisecond), asked))
 	}
-	return asked, changed
+	return asked, changed, false
 }
 
 // watchStream waits for the stream to end, the client to close, the
@@ -165,6 +202,9 @@ func (c *Client) watchStream(ctx context.Context, cancel context.CancelFunc, end
 				return outcomeStopped
 			case watch.sessionLost.Load():
 				return outcomeSessionLost
+			case watch.heldBack.Load():
+				c.setState(StateReconnecting, "the stream's ready came only with its end")
+				return outcomeHeldBack
 			case watch.replaced.Load():
 				c.setState(StateReconnecting, "replaced by a newer connection of this session")
 				return outcomeReplaced
@@ -180,8 +220,8 @@ func (c *Client) watchStream(ctx context.Context, cancel context.CancelFunc, end
 			return outcome(outcomeSessionLost)
 		case <-tick.C:
 			now := time.Now()
-			if !watch.responded.Load() {
-				continue // not connected yet: the library keeps retrying
+			if !watch.sent.Load() {
+				continue // no request written yet: the library keeps retrying
 			}
 			if !watch.ready.Load() {
 				if now.Sub(time.Unix(0, watch.connStart.Load())) > readyTimeout {
