@@ -1,6 +1,7 @@
 package mobile_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -183,5 +184,86 @@ func TestClimbsBackToTheStreamWhenAProbePasses(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(client.ConnectionInfo()), &info); err != nil || info.Transport != mobile.TransportSSE || info.Probing || info.HeartbeatMS <= 0 {
 		t.Errorf("ConnectionInfo after the climb: %s (%v)", client.ConnectionInfo(), err)
+	}
+}
+
+// cuttingBuffer forwards to the gateway, but holds each event stream's
+// reply (headers included) for cut, then hands over what it got in one go
+// and ends it: a buffering proxy that cuts before the client's ready
+// timeout.
+type cuttingBuffer struct {
+	forward *httputil.ReverseProxy
+	gateway string
+	cut     time.Duration
+	streams atomic.Int32
+}
+
+func (p *cuttingBuffer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/events") {
+		p.forward.ServeHTTP(w, r)
+		return
+	}
+	p.streams.Add(1)
+	ctx, cancel := context.WithTimeout(r.Context(), p.cut)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, r.Method, p.gateway+r.URL.RequestURI(), nil)
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body) // until the cut
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(body)
+}
+
+// TestReadyOnlyWithTheEndIsHeldBack: behind a proxy that hands over the
+// stream (headers, ready, events) only when it cuts it, 1 s in, well before
+// the ready timeout, the client does not take the burst for a live stream:
+// it moves to the long-poll after the first such stream, and calls are
+// answered at once there.
+func TestReadyOnlyWithTheEndIsHeldBack(t *testing.T) {
+	g := gatewaytest.Start(t)
+	target, _ := url.Parse(g.URL)
+	buffer := &cuttingBuffer{forward: httputil.NewSingleHostReverseProxy(target), gateway: g.URL, cut: time.Second}
+	proxy := httptest.NewServer(buffer)
+	t.Cleanup(proxy.Close)
+
+	client := mobile.NewClient(proxy.URL)
+	client.SetLogger(testLogger{t})
+	states := newStateRecorder()
+	client.SetListener(states)
+	t.Cleanup(client.Close)
+	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
+	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	states.waitFor(t, "connected poll", 5*time.Second)
+	time.Sleep(2 * buffer.cut) // a client that took the bursts for live streams would open more
+	if n := buffer.streams.Load(); n != 1 {
+		t.Errorf("%d stream requests; the first burst should have moved the client to the poll", n)
+	}
+	var info struct {
+		LastCut *struct {
+			AfterMS int64 `json:"after_ms"`
+		} `json:"last_cut"`
+	}
+	if err := json.Unmarshal([]byte(client.ConnectionInfo()), &info); err != nil || info.LastCut == nil {
+		t.Errorf("ConnectionInfo %s (%v): want the held-back stream as the last cut", client.ConnectionInfo(), err)
+	}
+	sent := time.Now()
+	if call := callTool(t, g, client.SessionID(), "echo", `{"via":"poll"}`); call.Status != toolgate.StatusCompleted || !jsonEqual(call.Output, `{"via":"poll"}`) {
+		t.Fatalf("call on the poll: %s %s", call.Status, call.Output)
+	}
+	if took := time.Since(sent); took > 2*time.Second {
+		t.Errorf("call answered after %s on the poll", took.Round(time.Millisecond))
 	}
 }
