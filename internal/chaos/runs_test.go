@@ -40,7 +40,9 @@ const (
 // and checks, from the database file: every run ends (finished or
 // failed, none left running), every call of a run ends, and no step of a
 // run dispatched a tool call twice (one stored call per tool call the
-// model asked for), however often the gateway died in the middle.
+// model asked for), and no tool call was answered TOOL_NOT_FOUND (a
+// resumed run's call made before the import listed its tools again
+// waits for the listing), however often the gateway died in the middle.
 func TestChaosRuns(t *testing.T) {
 	kills, err := strconv.Atoi(os.Getenv(killsEnv))
 	if os.Getenv(killsEnv) == "" {
