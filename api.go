@@ -22,8 +22,42 @@ type SessionCreated struct {
 // GET /v1/sessions/{sid} returns it.
 type SessionView struct {
 	Session
-	Online bool       `json:"online"`
-	Tools  []ToolInfo `json:"tools"`
+	Online     bool       `json:"online"`
+	Connection Connection `json:"connection"`
+	Tools      []ToolInfo `json:"tools"`
+}
+
+// Presences of a session, and of a tool (ToolInfo.Presence).
+const (
+	PresenceConnected = "connected" // a stream or a held poll holds it (or a poll did just now)
+	PresenceAway      = "away"      // not connected, but within its grace: callable, calls wait
+	PresenceOffline   = "offline"   // past its grace, or closed
+)
+
+// Connection is what the gateway node knows of how a session's client is
+// connected: kept in memory, changed only when a stream or poll opens or
+// ends.
+type Connection struct {
+	State string `json:"state"` // PresenceConnected, PresenceAway or PresenceOffline
+	// Transport is "stream", "multi_stream", "poll" or "multi_poll" while
+	// connected, else nil.
+	Transport *string `json:"transport"`
+	// HeartbeatMS is the ping interval of the current stream, nil
+	// otherwise.
+	HeartbeatMS *int64 `json:"heartbeat_ms"`
+	// ConnectedAt is since when the current connection holds the session.
+	ConnectedAt *Time `json:"connected_at"`
+	// Cuts counts the streams and polls of the session that ended without
+	// the gateway or the client ending them (since this node started).
+	Cuts    int64    `json:"cuts"`
+	LastCut *LastCut `json:"last_cut"`
+}
+
+// LastCut is when the session's last connection was cut, and how long it
+// had lasted.
+type LastCut struct {
+	At      Time  `json:"at"`
+	AfterMS int64 `json:"after_ms"`
 }
 
 // RegisterToolsRequest is the body of POST /v1/sessions/{sid}/tools.

@@ -96,9 +96,13 @@ const (
 // whether it can be called now.
 type ToolInfo struct {
 	ToolSpec
-	Source       ToolSource `json:"source"`
-	Online       bool       `json:"online"`
-	RegisteredAt *Time      `json:"registered_at,omitempty"`
+	Source ToolSource `json:"source"`
+	Online bool       `json:"online"`
+	// Presence is PresenceConnected, PresenceAway (a remote tool whose
+	// client is away, within its grace: Online, calls wait) or
+	// PresenceOffline.
+	Presence     string `json:"presence,omitempty"`
+	RegisteredAt *Time  `json:"registered_at,omitempty"`
 }
 
 // ClientInfo describes the program behind a session.

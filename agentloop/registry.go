@@ -110,12 +110,17 @@ func (r *Registry) List() []toolgate.ToolInfo {
 			ToolSpec: Spec(r.builtins[name]),
 			Source:   toolgate.ToolSource{Kind: toolgate.SourceBuiltin},
 			Online:   true,
+			Presence: toolgate.PresenceConnected,
 		})
 	}
 	for _, ts := range r.sets {
 		source, online := ts.Source(), ts.Online()
+		presence := toolgate.PresenceOffline // an MCP server that is down
+		if online {
+			presence = toolgate.PresenceConnected
+		}
 		for _, t := range r.claimedTools(ts) {
-			out = append(out, toolgate.ToolInfo{ToolSpec: Spec(t), Source: source, Online: online})
+			out = append(out, toolgate.ToolInfo{ToolSpec: Spec(t), Source: source, Online: online, Presence: presence})
 		}
 	}
 	slices.SortFunc(out, func(a, b toolgate.ToolInfo) int { return strings.Compare(a.Name, b.Name) })

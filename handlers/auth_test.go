@@ -40,7 +40,7 @@ func TestAuth(t *testing.T) {
 			status: 401, body: errorBody(toolgate.EUnauthenticated, agentRequired)},
 		{name: "bearer is case-blind and trimmed", engine: openSessions,
 			request: request{method: "GET", path: "/v1/sessions", headers: map[string]string{"Authorization": "bEARER   " + agentKey + " "}},
-			status:  200, body: `{"sessions":[{"session_id":"","client":{},"auto_approve":false,"created_at":"0001-01-01T00:00:00.000Z","last_seen_at":"0001-01-01T00:00:00.000Z","online":true,"tools":null}],"next_before":null}` + "\n"},
+			status:  200, body: `{"sessions":[{"session_id":"","client":{},"auto_approve":false,"created_at":"0001-01-01T00:00:00.000Z","last_seen_at":"0001-01-01T00:00:00.000Z","online":true,"connection":{"state":"","transport":null,"heartbeat_ms":null,"connected_at":null,"cuts":0,"last_cut":null},"tools":null}],"next_before":null}` + "\n"},
 
 		{name: "session route without a token", request: request{method: "POST", path: "/v1/sessions/" + sid1 + "/progress", body: "{}"},
 			status: 401, body: errorBody(toolgate.EUnauthenticated, "a session token is required")},

@@ -64,16 +64,16 @@ type Tools interface {
 // event log read from a cursor, a listener woken when it grows, and the
 // record of what was sent.
 type Delivery interface {
-	// Listen opens a stream (streaming) or a held poll of the session. It
-	// is called before the first read of the log, so that nothing
-	// appended in between is missed.
-	Listen(sid string, streaming bool) (Listener, error)
-	// ListenFunc opens a stream (streaming) or a held poll whose wake-ups
-	// (new events, the session's end) call notify instead of a channel;
-	// notify must never block. A multi-session stream or poll listens to
-	// each of its sessions this way, so that one goroutine (or none, in
-	// the stream hub) serves them all.
-	ListenFunc(sid string, streaming bool, notify func()) (Listener, error)
+	// Listen opens a stream or a held poll of the session (via says
+	// which). It is called before the first read of the log, so that
+	// nothing appended in between is missed.
+	Listen(sid string, via Via) (Listener, error)
+	// ListenFunc opens a stream or a held poll whose wake-ups (new
+	// events, the session's end) call notify instead of a channel; notify
+	// must never block. A multi-session stream or poll listens to each of
+	// its sessions this way, so that one goroutine (or none, in the
+	// stream hub) serves them all.
+	ListenFunc(sid string, via Via, notify func()) (Listener, error)
 	// OpenEvents returns a tool_call_request for every open call of the
 	// session, oldest first, and the cursor to read on from.
 	OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, int64, error)
@@ -118,6 +118,32 @@ type Listener interface {
 	EndReason() string
 	// Close ends the stream or poll; the session's presence is updated.
 	Close()
+	// Cut is Close for a stream or poll whose connection broke (the
+	// client, or a proxy on the way, went away) rather than being ended
+	// by the gateway or by the client's leave: the session's connection
+	// record counts it (GET /v1/sessions/{sid}, "connection").
+	Cut()
+}
+
+// The transports a client holds a session by (Via.Transport), as the
+// session's connection record names them.
+const (
+	TransportStream      = "stream"       // GET /v1/sessions/{sid}/events
+	TransportMultiStream = "multi_stream" // POST /v1/streams
+	TransportPoll        = "poll"         // GET /v1/sessions/{sid}/poll
+	TransportMultiPoll   = "multi_poll"   // POST /v1/poll
+)
+
+// Via says how a listener's client holds its session: the transport and,
+// for a stream, the ping interval in use.
+type Via struct {
+	Transport string
+	Heartbeat time.Duration // of a stream; 0 for a poll
+}
+
+// Streaming reports whether the transport is a stream (else a held poll).
+func (v Via) Streaming() bool {
+	return v.Transport == TransportStream || v.Transport == TransportMultiStream
 }
 
 // EndReplaced is the EndReason of a stream or poll that a newer one of
@@ -131,11 +157,14 @@ type Options struct {
 	Metrics        http.Handler // serves /metrics
 	AllowedOrigins []string     // CORS origins; none disables CORS
 	MaxBodyBytes   int64
-	Heartbeat      time.Duration // ping interval on streams
-	PollWait       time.Duration // default hold of a long-poll
-	MaxPollWait    time.Duration // cap on wait_ms
-	MaxCallWait    time.Duration // cap on GET /v1/calls/{id}?wait_ms
-	StreamRetry    time.Duration // the retry: hint sent on streams
+	Heartbeat      time.Duration // ping interval on streams, and the most a stream may ask
+	// MinHeartbeat is the least ping interval a stream may ask
+	// (heartbeat_ms); 0 means 1 s (or Heartbeat, when that is less).
+	MinHeartbeat time.Duration
+	PollWait     time.Duration // default hold of a long-poll
+	MaxPollWait  time.Duration // cap on wait_ms
+	MaxCallWait  time.Duration // cap on GET /v1/calls/{id}?wait_ms
+	StreamRetry  time.Duration // the retry: hint sent on streams
 	// StreamWriteTimeout bounds one write to a stream (HTTP/1.1 or
 	// HTTP/2): a client that does not take it in time is cut off, and
 	// reconnects. 0 means 10 s.

@@ -21,7 +21,9 @@ type eventStream struct {
 	// stream outlive its sessions; a session's own stream ends with its
 	// session.
 	multi bool
-	out   sseOut
+	// via is how the stream holds its sessions (a join listens so too).
+	via Via
+	out sseOut
 	// head is written before the first events: the retry hint and ready.
 	head    []byte
 	pingDue atomic.Bool
@@ -131,8 +133,10 @@ type sessionNote struct {
 // connection is not taken over) until it ends, ctx ends or a write fails:
 // a step whenever wake or done fires, and a ping every heartbeat.
 func (s *eventStream) serve(ctx context.Context, wake, done <-chan struct{}, heartbeat time.Duration) {
-	defer s.end()
-	if s.step(ctx, true) != streamGoesOn {
+	cut := true // unless the gateway ends the stream
+	defer func() { s.end(cut) }()
+	if r := s.step(ctx, true); r != streamGoesOn {
+		cut = r == streamBroken
 		return
 	}
 	ping := time.NewTicker(heartbeat)
@@ -149,17 +153,19 @@ func (s *eventStream) serve(ctx context.Context, wake, done <-chan struct{}, hea
 		case <-ping.C:
 			s.pingDue.Store(true)
 		}
-		if s.step(ctx, woken) != streamGoesOn {
+		if r := s.step(ctx, woken); r != streamGoesOn {
+			cut = r == streamBroken
 			return
 		}
 	}
 }
 
-// end closes the stream's listeners (the sessions' presence drops) and
-// runs onEnd, once.
-func (s *eventStream) end() {
+// end closes the stream's listeners (the sessions' presence drops; cut
+// says the connection broke rather than the gateway ending it) and runs
+// onEnd, once.
+func (s *eventStream) end(cut bool) {
 	s.endOnce.Do(func() {
-		s.feed.close()
+		s.feed.close(cut)
 		if s.onEnd != nil {
 			s.onEnd()
 		}

@@ -96,11 +96,11 @@ type fakeDelivery struct {
 	delivered   func(sid string, events []toolgate.Event)
 }
 
-func (f *fakeDelivery) Listen(sid string, streaming bool) (handlers.Listener, error) {
-	return f.listen(sid, streaming)
+func (f *fakeDelivery) Listen(sid string, via handlers.Via) (handlers.Listener, error) {
+	return f.listen(sid, via.Streaming())
 }
-func (f *fakeDelivery) ListenFunc(sid string, streaming bool, notify func()) (handlers.Listener, error) {
-	return f.listenFunc(sid, streaming, notify)
+func (f *fakeDelivery) ListenFunc(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+	return f.listenFunc(sid, via.Streaming(), notify)
 }
 func (f *fakeDelivery) OpenEvents(_ context.Context, sid string) ([]toolgate.Event, int64, error) {
 	return f.openEvents(sid)
@@ -131,6 +131,7 @@ func newFakeListener() *fakeListener {
 func (l *fakeListener) Wake() <-chan struct{} { return l.wake }
 func (l *fakeListener) Done() <-chan struct{} { return l.done }
 func (l *fakeListener) Close()                { l.closeOnce.Do(func() { close(l.closed) }) }
+func (l *fakeListener) Cut()                  { l.Close() }
 func (l *fakeListener) EndReason() string {
 	if l.replaced.Load() {
 		return handlers.EndReplaced

@@ -232,14 +232,19 @@ func (f *feed) endIfIdle(now time.Time, idle time.Duration) bool {
 	return true
 }
 
-// close ends the feed: every listener still open is closed and nothing
-// joins any more. It may be called more than once.
-func (f *feed) close() {
+// close ends the feed: every listener still open is closed (cut, when
+// the connection broke: see Listener.Cut) and nothing joins any more. It
+// may be called more than once.
+func (f *feed) close(cut bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
 	for _, m := range f.members {
-		m.l.Close()
+		if cut {
+			m.l.Cut()
+		} else {
+			m.l.Close()
+		}
 	}
 	f.members = nil
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -40,9 +41,9 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f := newFeed(h.delivery, h.maxSessions)
-	defer f.close()
+	defer func() { f.close(ctx.Err() != nil) }() // a poll whose client went away was cut
 	wake, notify := signal()
-	served, refused := h.admitAll(r, f, body.Sessions, false, notify)
+	served, refused := h.admitAll(r, f, body.Sessions, Via{Transport: TransportMultiPoll}, notify)
 	if len(served) == 0 {
 		wait = 0 // nothing to wait for: the refusals are the answer
 	}
@@ -75,5 +76,9 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	refusedJSON, _ := json.Marshal(refused)
 	buf = append(buf, `],"refused":`...)
 	buf = append(buf, refusedJSON...)
+	// The gateway's hold, which a client uses as its wait_ms unless told
+	// otherwise (a proxy that cuts held requests sooner makes it shorten).
+	buf = append(buf, `,"poll_wait_ms":`...)
+	buf = strconv.AppendInt(buf, h.wait.Milliseconds(), 10)
 	writePollBody(w, append(buf, "}\n"...))
 }

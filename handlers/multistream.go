@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -34,8 +35,8 @@ type multiHandlers struct {
 	hub      *streamHub // serves the streams taken over from net/http
 	streams  *streamRegistry
 	retry    time.Duration // the retry: hint
-	// heartbeat is the ping interval of streams.
-	heartbeat time.Duration
+	// heartbeat is the ping intervals a stream may ask.
+	heartbeat heartbeatRange
 	// writeTimeout bounds each write to a stream (see
 	// Options.StreamWriteTimeout).
 	writeTimeout time.Duration
@@ -95,11 +96,11 @@ type refusal struct {
 	Message   string `json:"message"`
 }
 
-// admitAll admits each session of a stream open (streaming) or poll onto
+// admitAll admits each session of a stream open or poll (via) onto
 // f, each listening with a notify that calls wake, in the order given; it
 // returns the sessions admitted and those refused. Once maxRefusals were
 // refused, the rest are refused without being checked.
-func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntry, streaming bool, wake func()) (admitted []string, refused []refusal) {
+func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntry, via Via, wake func()) (admitted []string, refused []refusal) {
 	admitted, refused = []string{}, []refusal{}
 	for _, e := range entries {
 		if f.holds(e.SessionID) {
@@ -110,7 +111,7 @@ func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntr
 				Message: fmt.Sprintf("not checked: %d sessions of this request were refused, so the gateway stopped authorizing the rest", maxRefusals)})
 			continue
 		}
-		m, err := h.admit(r.Context(), e, streaming, wake)
+		m, err := h.admit(r.Context(), e, via, wake)
 		if err != nil {
 			refused = append(refused, refusalOf(r, e.SessionID, err))
 			continue
@@ -164,6 +165,9 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	ctx := r.Context()
 	var body struct {
 		Sessions []sessionEntry `json:"sessions"`
+		// HeartbeatMS is read as written, so that a number too large for
+		// an int64 is clamped like any other, not refused.
+		HeartbeatMS json.RawMessage `json:"heartbeat_ms"`
 	}
 	if err := DecodeJSON(r, &body, false, false); err != nil {
 		WriteError(w, r, err)
@@ -173,18 +177,25 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 		WriteError(w, r, err)
 		return
 	}
-	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true, idleEnd: h.heartbeat}
+	given := len(body.HeartbeatMS) > 0 && string(body.HeartbeatMS) != "null"
+	heartbeat, err := h.heartbeat.parse(string(body.HeartbeatMS), given)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	via := Via{Transport: TransportMultiStream, Heartbeat: heartbeat}
+	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true, via: via, idleEnd: h.heartbeat.max}
 	hub := hubFor(w, r, h.hub)
 	var hs *hubStream
 	var wake chan struct{}
 	if hub != nil {
-		hs = hub.newStream(stream)
+		hs = hub.newStream(stream, heartbeat)
 	} else {
 		wake, stream.wake = signal()
 	}
-	ready := streamReady{Type: "ready", HeartbeatMS: h.heartbeat.Milliseconds()}
+	ready := streamReady{Type: "ready", HeartbeatMS: heartbeat.Milliseconds()}
 	admit := func() {
-		ready.Sessions, ready.Refused = h.admitAll(r, stream.feed, body.Sessions, true, stream.wakeUp)
+		ready.Sessions, ready.Refused = h.admitAll(r, stream.feed, body.Sessions, via, stream.wakeUp)
 	}
 	if hub == nil {
 		onOwnStack(admit) // the request's goroutine serves the stream: keep its stack small
@@ -194,23 +205,24 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 	if len(ready.Sessions) == 0 {
 		// Nothing to carry: the stream ends once its ready event (with the
 		// refusals) is written, and nothing can join it.
-		stream.feed.close()
+		stream.feed.close(false)
 	}
 	ready.StreamID = h.streams.add(stream)
 	stream.head = appendNamed(appendRetry(nil, h.retry), "ready", ready)
 	if hub == nil {
 		stream.out = startStream(w, h.writeTimeout)
-		stream.serve(ctx, wake, nil, h.heartbeat)
+		stream.serve(ctx, wake, nil, heartbeat)
 		return
 	}
 	takeOver(w, r, hub, hs)
 }
 
-// admit checks one session of a multi-session stream (streaming) or poll
+// admit checks one session of a multi-session stream or poll (via)
 // and listens to it with a notify that marks it and calls wake, with
 // what it gets first: a stream's first events (see firstEvents), or a
 // poll's (see firstPolled). The member is not yet on a feed.
-func (h *multiHandlers) admit(ctx context.Context, e sessionEntry, streaming bool, wake func()) (*member, error) {
+func (h *multiHandlers) admit(ctx context.Context, e sessionEntry, via Via, wake func()) (*member, error) {
+	streaming := via.Streaming()
 	if e.SessionID == "" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
 	}
@@ -229,7 +241,7 @@ func (h *multiHandlers) admit(ctx context.Context, e sessionEntry, streaming boo
 		}
 	}
 	m := &member{sid: e.SessionID}
-	l, err := h.delivery.ListenFunc(e.SessionID, streaming, notifier(m, wake))
+	l, err := h.delivery.ListenFunc(e.SessionID, via, notifier(m, wake))
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +295,7 @@ func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) err
 	if stream.feed.full() {
 		return full
 	}
-	m, err := h.admit(ctx, e, true, stream.wakeUp)
+	m, err := h.admit(ctx, e, stream.via, stream.wakeUp)
 	if err != nil {
 		return err
 	}

@@ -237,7 +237,7 @@ func TestMultiRefused(t *testing.T) {
 		// Held, it would outlast the client's 5 s.
 		{name: "a poll whose every session is refused answers at once", engine: engine(),
 			request: request{method: "POST", path: "/v1/poll", body: `{"sessions":[{"session_id":"s1","token":"wrong"}],"wait_ms":60000}`},
-			status:  200, body: `{"sessions":[],"refused":[{"session_id":"s1","code":"UNAUTHENTICATED","message":"invalid session token"}]}` + "\n",
+			status:  200, body: `{"sessions":[],"refused":[{"session_id":"s1","code":"UNAUTHENTICATED","message":"invalid session token"}],"poll_wait_ms":0}` + "\n",
 			header: map[string]string{"Cache-Control": "no-store", "Content-Type": "application/json; charset=utf-8"}},
 	})
 }
@@ -288,7 +288,7 @@ func TestMultiPoll(t *testing.T) {
 	status, _, body := ts.call(t, request{method: "POST", path: "/v1/poll",
 		body: `{"sessions":[{"session_id":"s1","token":"token-s1"},{"session_id":"s9","token":"token-s1"},{"session_id":"s2","token":"token-s2","cursor":0}],"wait_ms":0}`})
 	want := `{"sessions":[{"session_id":"s1","events":[{"seq":3,"type":"tool_call_request","id":"c1"}],"cursor":3},{"session_id":"s2","events":[],"cursor":0}],` +
-		`"refused":[{"session_id":"s9","code":"UNAUTHENTICATED","message":"invalid session token"}]}` + "\n"
+		`"refused":[{"session_id":"s9","code":"UNAUTHENTICATED","message":"invalid session token"}],"poll_wait_ms":0}` + "\n"
 	if status != 200 || body != want {
 		t.Fatalf("poll: %d\n%s\nwant\n%s", status, body, want)
 	}
@@ -303,7 +303,7 @@ func TestMultiPoll(t *testing.T) {
 	}()
 	waitListening(t, m, "s2", before)
 	m.append("s2", event(4, "tool_call_request", "c2"))
-	want = `{"sessions":[{"session_id":"s1","events":[],"cursor":3},{"session_id":"s2","events":[{"seq":4,"type":"tool_call_request","id":"c2"}],"cursor":4}],"refused":[]}` + "\n"
+	want = `{"sessions":[{"session_id":"s1","events":[],"cursor":3},{"session_id":"s2","events":[{"seq":4,"type":"tool_call_request","id":"c2"}],"cursor":4}],"refused":[],"poll_wait_ms":0}` + "\n"
 	if got := <-done; got != want {
 		t.Fatalf("held poll:\n%s\nwant\n%s", got, want)
 	}
@@ -318,7 +318,7 @@ func TestMultiPoll(t *testing.T) {
 	waitListening(t, m, "s1", before)
 	m.log("s1").add(event(5, "call_cancelled", "c1"))
 	m.end("s1", "closed")
-	want = `{"sessions":[{"session_id":"s1","events":[{"seq":5,"type":"call_cancelled","id":"c1"}],"cursor":5,"ended":true}],"refused":[]}` + "\n"
+	want = `{"sessions":[{"session_id":"s1","events":[{"seq":5,"type":"call_cancelled","id":"c1"}],"cursor":5,"ended":true}],"refused":[],"poll_wait_ms":0}` + "\n"
 	if got := <-done; got != want {
 		t.Fatalf("held poll of a closing session:\n%s\nwant\n%s", got, want)
 	}
@@ -352,7 +352,7 @@ func TestMultiReplaced(t *testing.T) {
 	waitListening(t, m, "s1", before)
 	m.log("s1").add(event(1, "tool_call_request", "c1"))
 	m.replace("s1")
-	want := `{"sessions":[{"session_id":"s1","events":[{"type":"stream_replaced","session_id":"s1"}],"cursor":0},{"session_id":"s2","events":[],"cursor":0}],"refused":[]}` + "\n"
+	want := `{"sessions":[{"session_id":"s1","events":[{"type":"stream_replaced","session_id":"s1"}],"cursor":0},{"session_id":"s2","events":[],"cursor":0}],"refused":[],"poll_wait_ms":0}` + "\n"
 	if got := <-done; got != want {
 		t.Fatalf("poll with a session replaced:\n%s\nwant\n%s", got, want)
 	}
@@ -418,7 +418,7 @@ func TestMultiPollShutdown(t *testing.T) {
 	waitListening(t, m, "s1", before)
 	m.log("s1").add(event(1, "tool_call_request", "c1"))
 	m.end("s1", "")
-	want := `{"sessions":[{"session_id":"s1","events":[{"seq":1,"type":"tool_call_request","id":"c1"}],"cursor":1}],"refused":[]}` + "\n"
+	want := `{"sessions":[{"session_id":"s1","events":[{"seq":1,"type":"tool_call_request","id":"c1"}],"cursor":1}],"refused":[],"poll_wait_ms":0}` + "\n"
 	if got := <-done; got != want {
 		t.Fatalf("poll held at shutdown:\n%s\nwant\n%s", got, want)
 	}

@@ -46,7 +46,7 @@ func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	l, err := h.delivery.Listen(sid, false)
+	l, err := h.delivery.Listen(sid, Via{Transport: TransportPoll})
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -60,7 +60,7 @@ func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 	}
 	f := newFeed(h.delivery, 1)
 	f.add(m)
-	defer f.close()
+	defer func() { f.close(ctx.Err() != nil) }() // a poll whose client went away was cut
 	batches, err := holdPoll(ctx, f, l.Wake(), l.Done(), wait)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -63,17 +63,19 @@ func New(opts Options) *API {
 		opts.BodyReadTimeout = defaultBodyReadTimeout
 	}
 	a := &API{opts: opts, auth: opts.Engine}
-	a.streams = newStreamHub(opts.Heartbeat, opts.StreamWriteTimeout)
+	a.streams = newStreamHub(opts.StreamWriteTimeout)
+	heartbeats := newHeartbeatRange(opts.MinHeartbeat, opts.Heartbeat)
 	// Each resource holds only its part of the engine.
 	sessions := &sessionHandlers{sessions: opts.Engine}
 	tools := &toolHandlers{tools: opts.Engine}
-	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: opts.Heartbeat,
+	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: heartbeats,
 		writeTimeout: opts.StreamWriteTimeout}
 	poll := &pollHandler{delivery: opts.Engine, wait: opts.PollWait, maxWait: opts.MaxPollWait}
 	multi := &multiHandlers{auth: opts.Engine, delivery: opts.Engine, hub: a.streams, streams: newStreamRegistry(),
-		retry: opts.StreamRetry, heartbeat: opts.Heartbeat, writeTimeout: opts.StreamWriteTimeout, maxSessions: opts.MaxStreamSessions,
+		retry: opts.StreamRetry, heartbeat: heartbeats, writeTimeout: opts.StreamWriteTimeout, maxSessions: opts.MaxStreamSessions,
 		wait: opts.PollWait, maxWait: opts.MaxPollWait}
 	answers := &answerHandlers{answers: opts.Engine}
+	probe := newProbeHandler(opts.StreamWriteTimeout)
 	calls := &callHandlers{calls: opts.Engine, maxWait: opts.MaxCallWait}
 	r := chi.NewRouter()
 	a.router = r
@@ -129,6 +131,7 @@ func New(opts Options) *API {
 			r.Delete("/tools/{name}", tools.handleToolDelete)
 			r.Post("/results", answers.handleResults)
 			r.Post("/progress", answers.handleProgress)
+			r.Get("/probe", probe.handleProbe)
 		})
 		// The two routes a browser's EventSource (which cannot set a
 		// header) may reach with ?access_token=; no other route takes it.

@@ -13,11 +13,12 @@ var aSession = toolgate.SessionView{
 	Session: toolgate.Session{ID: "s1", Client: toolgate.ClientInfo{Name: "tab"},
 		CreatedAt:  toolgate.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 6e6, time.UTC)),
 		LastSeenAt: toolgate.NewTime(time.Date(2025, 1, 2, 3, 4, 6, 0, time.UTC))},
-	Online: true,
-	Tools:  []toolgate.ToolInfo{{ToolSpec: toolgate.ToolSpec{Name: "echo", Description: "says it back"}, Source: toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: "s1"}, Online: true}},
+	Online:     true,
+	Connection: toolgate.Connection{State: toolgate.PresenceConnected},
+	Tools:      []toolgate.ToolInfo{{ToolSpec: toolgate.ToolSpec{Name: "echo", Description: "says it back"}, Source: toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: "s1"}, Online: true}},
 }
 
-const aSessionJSON = `{"session_id":"s1","client":{"name":"tab"},"auto_approve":false,"created_at":"2025-01-02T03:04:05.006Z","last_seen_at":"2025-01-02T03:04:06.000Z","online":true,"tools":[{"name":"echo","description":"says it back","source":{"kind":"remote","session_id":"s1"},"online":true}]}`
+const aSessionJSON = `{"session_id":"s1","client":{"name":"tab"},"auto_approve":false,"created_at":"2025-01-02T03:04:05.006Z","last_seen_at":"2025-01-02T03:04:06.000Z","online":true,"connection":{"state":"connected","transport":null,"heartbeat_ms":null,"connected_at":null,"cuts":0,"last_cut":null},"tools":[{"name":"echo","description":"says it back","source":{"kind":"remote","session_id":"s1"},"online":true}]}`
 
 var created = &toolgate.SessionCreated{SessionID: "s1", Token: "token-s1", HeartbeatMS: 15000, PollWaitMS: 25000, DefaultTimeoutMS: 60000}
 

@@ -13,9 +13,9 @@ import (
 // streamHandler serves a session's event stream.
 type streamHandler struct {
 	delivery  Delivery
-	hub       *streamHub    // serves the streams taken over from net/http
-	retry     time.Duration // the retry: hint
-	heartbeat time.Duration // ping interval
+	hub       *streamHub     // serves the streams taken over from net/http
+	retry     time.Duration  // the retry: hint
+	heartbeat heartbeatRange // ping intervals a stream may ask
 	// writeTimeout bounds each write (see Options.StreamWriteTimeout).
 	writeTimeout time.Duration
 }
@@ -48,18 +48,24 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		cursor = n
 	}
-	stream := &eventStream{feed: newFeed(s.delivery, 1), head: appendReady(nil, sid, s.retry, s.heartbeat)}
+	q := r.URL.Query()
+	heartbeat, err := s.heartbeat.parse(q.Get("heartbeat_ms"), q.Has("heartbeat_ms"))
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	stream := &eventStream{feed: newFeed(s.delivery, 1), head: appendReady(nil, sid, s.retry, heartbeat)}
 	m := &member{sid: sid}
 	hub := hubFor(w, r, s.hub)
 	var hs *hubStream
 	var l Listener
-	var err error
+	via := Via{Transport: TransportStream, Heartbeat: heartbeat}
 	// Listen before the first read, so that nothing appended in between is missed.
 	if hub != nil {
-		hs = hub.newStream(stream)
-		l, err = s.delivery.ListenFunc(sid, true, stream.notifyFor(m))
+		hs = hub.newStream(stream, heartbeat)
+		l, err = s.delivery.ListenFunc(sid, via, stream.notifyFor(m))
 	} else {
-		l, err = s.delivery.Listen(sid, true)
+		l, err = s.delivery.Listen(sid, via)
 	}
 	if err != nil {
 		WriteError(w, r, err)
@@ -80,7 +86,7 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 	stream.feed.add(m)
 	if hub == nil {
 		stream.out = startStream(w, s.writeTimeout)
-		stream.serve(ctx, l.Wake(), l.Done(), s.heartbeat)
+		stream.serve(ctx, l.Wake(), l.Done(), heartbeat)
 		return
 	}
 	takeOver(w, r, hub, hs)
@@ -124,7 +130,7 @@ func hubFor(w http.ResponseWriter, r *http.Request, hub *streamHub) *streamHub {
 func takeOver(w http.ResponseWriter, r *http.Request, hub *streamHub, hs *hubStream) {
 	conn, _, err := w.(http.Hijacker).Hijack()
 	if err != nil {
-		hs.stream.end()
+		hs.stream.end(false)
 		WriteError(w, r, err)
 		return
 	}
@@ -132,7 +138,7 @@ func takeOver(w http.ResponseWriter, r *http.Request, hub *streamHub, hs *hubStr
 	conn.SetWriteDeadline(time.Now().Add(hub.writeTimeout))
 	if _, err := conn.Write(streamHead(w.Header())); err != nil {
 		conn.Close()
-		hs.stream.end()
+		hs.stream.end(true)
 		return
 	}
 	switch hs.stream.step(r.Context(), true) {
@@ -143,6 +149,6 @@ func takeOver(w http.ResponseWriter, r *http.Request, hub *streamHub, hs *hubStr
 		hs.end(true)
 	default:
 		conn.Close()
-		hs.stream.end()
+		hs.stream.end(true)
 	}
 }

@@ -16,18 +16,22 @@ const streamWorkers = 8
 // from net/http (which otherwise keeps two goroutines, with their stacks,
 // and 8 KB of buffers for every open stream, idle or not). The engine
 // notifies the hub when a session's log grows or the session ends; a small
-// pool of workers then writes what is new, and one ticker schedules the
-// pings, whose failed writes are how a vanished client is noticed.
+// pool of workers then writes what is new, and one goroutine marks each
+// stream's ping due on the stream's own interval (pingSchedule); failed
+// writes are how a vanished client is noticed.
 type streamHub struct {
-	heartbeat time.Duration
 	// writeTimeout bounds each write to a taken-over connection.
 	writeTimeout time.Duration
 	work         chan *hubStream
 	stop         chan struct{}
 	workers      sync.WaitGroup
+	// pingsChanged wakes the ping goroutine when a stream's first ping is
+	// due before the one it sleeps for.
+	pingsChanged chan struct{}
 
 	mu      sync.Mutex
 	streams map[*hubStream]struct{}
+	pings   pingSchedule
 	started bool // the workers run (start was called before close)
 	closed  bool
 }
@@ -37,8 +41,9 @@ type streamHub struct {
 type hubStream struct {
 	hub       *streamHub
 	stream    *eventStream
-	ready     atomic.Bool // set once the connection is taken over
-	scheduled atomic.Bool // queued for a worker
+	heartbeat time.Duration // its ping interval
+	ready     atomic.Bool   // set once the connection is taken over
+	scheduled atomic.Bool   // queued for a worker
 
 	mu    sync.Mutex // held by the worker writing; guards the fields below
 	conn  net.Conn
@@ -46,9 +51,9 @@ type hubStream struct {
 }
 
 // newStreamHub builds a hub; its workers run from start until close.
-func newStreamHub(heartbeat, writeTimeout time.Duration) *streamHub {
+func newStreamHub(writeTimeout time.Duration) *streamHub {
 	return &streamHub{
-		heartbeat:    heartbeat,
+		pingsChanged: make(chan struct{}, 1),
 		writeTimeout: writeTimeout,
 		work:         make(chan *hubStream, 4096),
 		stop:         make(chan struct{}),
@@ -72,10 +77,11 @@ func (h *streamHub) start() {
 	go h.runPings()
 }
 
-// newStream returns the hub's handle of stream, not yet taken over: the
-// stream's wake schedules it once adopt has made it ready.
-func (h *streamHub) newStream(stream *eventStream) *hubStream {
-	s := &hubStream{hub: h, stream: stream}
+// newStream returns the hub's handle of stream, pinged every heartbeat,
+// not yet taken over: the stream's wake schedules it once adopt has made
+// it ready.
+func (h *streamHub) newStream(stream *eventStream, heartbeat time.Duration) *hubStream {
+	s := &hubStream{hub: h, stream: stream, heartbeat: heartbeat}
 	stream.wake = func() { h.schedule(s) }
 	return s
 }
@@ -110,26 +116,37 @@ func (h *streamHub) runWorker() {
 	}
 }
 
-// runPings marks every stream's ping due each heartbeat.
+// runPings marks each stream's ping due when its time comes (see
+// pingSchedule) and schedules the stream for a worker.
 func (h *streamHub) runPings() {
 	defer h.workers.Done()
-	t := time.NewTicker(h.heartbeat)
-	defer t.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		h.mu.Lock()
+		next, ok := h.pings.next()
+		h.mu.Unlock()
+		wait := time.Hour
+		if ok {
+			wait = max(time.Until(next), 0)
+		}
+		timer.Reset(wait)
 		select {
 		case <-h.stop:
 			return
-		case <-t.C:
-			h.mu.Lock()
-			all := make([]*hubStream, 0, len(h.streams))
-			for s := range h.streams {
-				all = append(all, s)
-			}
-			h.mu.Unlock()
-			for _, s := range all {
-				s.stream.pingDue.Store(true)
-				h.schedule(s)
-			}
+		case <-h.pingsChanged:
+			continue
+		case <-timer.C:
+		}
+		h.mu.Lock()
+		due := h.pings.popDue(time.Now(), func(s *hubStream) bool {
+			_, open := h.streams[s]
+			return open
+		})
+		h.mu.Unlock()
+		for _, s := range due {
+			s.stream.pingDue.Store(true)
+			h.schedule(s)
 		}
 	}
 }
@@ -147,7 +164,14 @@ func (h *streamHub) adopt(s *hubStream, conn net.Conn) {
 		return
 	}
 	h.streams[s] = struct{}{}
+	first := h.pings.add(s, time.Now())
 	h.mu.Unlock()
+	if first {
+		select {
+		case h.pingsChanged <- struct{}{}:
+		default:
+		}
+	}
 	s.ready.Store(true)
 	h.schedule(s) // whatever arrived since the first read
 	go s.watchClose()
@@ -200,7 +224,7 @@ func (s *hubStream) endLocked(graceful bool) {
 		s.conn.Write([]byte("0\r\n\r\n"))
 	}
 	s.conn.Close()
-	s.stream.end()
+	s.stream.end(!graceful)
 	h := s.hub
 	h.mu.Lock()
 	delete(h.streams, s)

@@ -100,7 +100,7 @@ func (a *gatewayAPI) do(ctx context.Context, client *http.Client, method, path, 
 		return resp, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp, decodeAPIError(resp.StatusCode, data)
+		return resp, decodeReplyError(resp, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -120,13 +120,30 @@ func decodeAPIError(status int, data []byte) *APIError {
 	return &APIError{Status: status, Code: http.StatusText(status), Message: strings.TrimSpace(string(data))}
 }
 
-// retryAfter returns the delay a 429 or 503 reply asks for, or zero.
+// decodeReplyError is decodeAPIError of a reply, with the wait its
+// Retry-After asks for.
+func decodeReplyError(resp *http.Response, data []byte) *APIError {
+	apiErr := decodeAPIError(resp.StatusCode, data)
+	apiErr.retryAfter = retryAfter(resp)
+	return apiErr
+}
+
+// maxRetryAfter bounds the wait a Retry-After can impose, so that a
+// confused proxy's date cannot park the client for days.
+const maxRetryAfter = 10 * time.Minute
+
+// retryAfter returns the delay a 429 or 503 reply asks for (Retry-After in
+// seconds or as an HTTP date), or zero.
 func retryAfter(resp *http.Response) time.Duration {
-	if resp == nil {
+	if resp == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
 		return 0
 	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return min(time.Duration(s)*time.Second, maxRetryAfter)
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return min(max(time.Until(at), 0), maxRetryAfter)
 	}
 	return 0
 }

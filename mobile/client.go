@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/reconnect"
 )
 
 // Defaults of a new Client.
@@ -68,6 +69,8 @@ type Client struct {
 	calls  *callTable
 	exec   *executor
 	outbox *outbox
+	// reconnect decides every transport's wait before it connects again.
+	reconnect *reconnect.Policy
 }
 
 // NewClient returns a client for the gateway at url (for example
@@ -89,6 +92,7 @@ func NewClient(url string) *Client {
 		state:         StateIdle,
 		lifeCtx:       context.Background(),
 		calls:         newCallTable(rememberedCallIDLimit),
+		reconnect:     reconnect.New(),
 	}
 	// The outbox outlives a connection: answers made before Close are
 	// posted after the next Connect.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/toolgate/toolgate"
 )
@@ -70,12 +71,19 @@ type APIError struct {
 	Status  int
 	Code    string
 	Message string
+	// retryAfter is the wait a 429 or 503 reply asked for (Retry-After),
+	// zero when none.
+	retryAfter time.Duration
 }
 
 // Error implements the error interface.
 func (e *APIError) Error() string {
 	return fmt.Sprintf("toolgate gateway: %d %s: %s", e.Status, e.Code, e.Message)
 }
+
+// RetryAfterMS is the wait, in milliseconds, that a 429 or 503 reply
+// asked for with Retry-After; 0 when it asked none.
+func (e *APIError) RetryAfterMS() int64 { return e.retryAfter.Milliseconds() }
 
 // sessionLost reports whether the gateway no longer accepts the session:
 // its token is refused or the session is unknown.

@@ -39,23 +39,20 @@ const eventStreamReplaced = "stream_replaced"
 
 // receive runs the transports until ctx ends: the stream first (unless the
 // mode says poll), long-poll when the stream is held back, a new session
-// when the gateway refuses the old one.
+// when the gateway refuses the old one. Between connections it waits what
+// the client's reconnect policy says: a connection that went live is
+// reopened at once.
 func (c *Client) receive(ctx context.Context) {
 	c.mu.Lock()
 	mode := c.transportMode
 	c.mu.Unlock()
 	useStream := mode != TransportPoll
-	retry := newRetryBackoff(ctx)
 	for ctx.Err() == nil {
 		var outcome streamOutcome
-		var healthy bool
 		if useStream {
-			outcome, healthy = c.runStream(ctx)
+			outcome = c.runStream(ctx)
 		} else {
-			outcome, healthy = c.runPolls(ctx, mode == TransportAuto)
-		}
-		if healthy && outcome != outcomeReplaced {
-			retry.Reset()
+			outcome = c.runPolls(ctx, mode == TransportAuto)
 		}
 		switch outcome {
 		case outcomeStopped:
@@ -64,27 +61,21 @@ func (c *Client) receive(ctx context.Context) {
 			if mode == TransportAuto {
 				c.log(LevelWarn, "the stream sent no ready event in time (a proxy may be buffering it); switching to long-poll")
 				useStream = false
-				retry.Reset()
 				continue
 			}
 		case outcomeRetryStream:
 			useStream = true
-			retry.Reset()
 			continue
 		case outcomeSessionLost:
 			if err := c.replaceSession(ctx); err != nil {
 				return
 			}
-			retry.Reset()
 			continue
 		case outcomeReplaced:
+			c.reconnect.NotLive()
 			c.log(LevelWarn, "a newer connection of this session replaced this one; reconnecting after the backoff")
 		}
-		wait := retry.NextBackOff()
-		if wait < 0 {
-			return
-		}
-		if !sleepCtx(ctx, wait) {
+		if !sleepCtx(ctx, c.reconnect.Next()) {
 			return
 		}
 	}

@@ -117,22 +117,16 @@ func (c *Client) replaceSession(ctx context.Context) error {
 		c.log(LevelWarn, "clearing the stored session: "+err.Error())
 	}
 	c.calls.cancelAll("session_closed")
-	retry := newRetryBackoff(ctx)
+	c.reconnect.NotLive() // no session, so nothing is live: each failure counts
 	return backoff.RetryNotify(func() error {
 		c.regMu.Lock()
 		defer c.regMu.Unlock()
-		return c.createSession(ctx)
-	}, retry, func(err error, wait time.Duration) {
+		err := c.createSession(ctx)
+		if err != nil {
+			noteRefusal(c.reconnect, err)
+		}
+		return err
+	}, backoff.WithContext(policyBackOff{c.reconnect}, ctx), func(err error, wait time.Duration) {
 		c.log(LevelWarn, fmt.Sprintf("creating a new session failed, retrying in %s: %v", wait.Round(time.Millisecond), err))
 	})
-}
-
-// newRetryBackoff returns an exponential backoff that never gives up on its
-// own and stops when ctx ends.
-func newRetryBackoff(ctx context.Context) backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 250 * time.Millisecond
-	b.MaxInterval = 30 * time.Second
-	b.MaxElapsedTime = 0
-	return backoff.WithContext(b, ctx)
 }

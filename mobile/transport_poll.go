@@ -3,6 +3,9 @@ package mobile
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -17,8 +20,10 @@ type pollEvent struct {
 
 // runPolls receives calls by long-poll until an error, the client closing,
 // or (when it stands in for a held-back stream) the time to try the stream
-// again. The second result says whether a poll succeeded.
-func (c *Client) runPolls(ctx context.Context, standIn bool) (streamOutcome, bool) {
+// again. Each poll is held for the poll wait (the app's, else the
+// gateway's poll_wait_ms), shortened after a held poll failed on the way
+// (see pathLessons.pollFailed).
+func (c *Client) runPolls(ctx context.Context, standIn bool) streamOutcome {
 	sess, _ := c.credentials()
 	c.mu.Lock()
 	wait, streamRetry := c.pollWait, c.streamRetry
@@ -30,24 +35,35 @@ func (c *Client) runPolls(ctx context.Context, standIn bool) (streamOutcome, boo
 	healthy := false
 	for {
 		if standIn && time.Since(started) > streamRetry {
-			return outcomeRetryStream, healthy
+			return outcomeRetryStream
 		}
 		cursor, useCursor := c.streamPosition()
 		// The first poll is not held, so the client knows at once that
 		// it is connected and gets the open calls.
-		hold := wait
+		hold := gatewayPaths.pollHold(c.api.baseURL, wait)
 		if !healthy {
 			hold = 0
 		}
+		sent := time.Now()
 		reply, err := c.api.poll(ctx, sess, cursor, useCursor, hold)
 		switch {
 		case ctx.Err() != nil:
-			return outcomeStopped, healthy
+			return outcomeStopped
 		case isSessionLost(err):
-			return outcomeSessionLost, healthy
+			return outcomeSessionLost
 		case err != nil:
+			noteRefusal(c.reconnect, err)
+			if hold > 0 && failedOnTheWay(err) {
+				gatewayPaths.pollFailed(c.api.baseURL, hold)
+				c.log(LevelInfo, fmt.Sprintf("a poll held %s failed on the way (%v); holding polls for %s",
+					hold, err, gatewayPaths.pollHold(c.api.baseURL, wait)))
+			}
 			c.setState(StateReconnecting, err.Error())
-			return outcomeRetry, healthy
+			return outcomeRetry
+		}
+		c.reconnect.WentLive()
+		if hold > 0 && len(reply.Events) == 0 && time.Since(sent) >= hold {
+			gatewayPaths.pollHeld(c.api.baseURL, wait)
 		}
 		healthy = true
 		c.setState(StateConnected, TransportPoll)
@@ -75,11 +91,27 @@ func (c *Client) runPolls(ctx context.Context, standIn bool) (streamOutcome, boo
 			c.setCursor(*reply.Cursor)
 		}
 		if c.takeSessionLost() {
-			return outcomeSessionLost, healthy
+			return outcomeSessionLost
 		}
 		if replaced {
 			c.setState(StateReconnecting, "replaced by a newer connection of this session")
-			return outcomeReplaced, healthy
+			return outcomeReplaced
 		}
 	}
+}
+
+// failedOnTheWay reports whether a held poll's error is one a proxy on the
+// way gives a request it holds too long: a 502, 503 or 504 without the
+// gateway's error body, a reset or an early end of the connection, a
+// timeout.
+func failedOnTheWay(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.Status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	return true // no reply at all: reset, cut, timed out
 }

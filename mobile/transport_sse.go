@@ -20,7 +20,6 @@ import (
 type streamWatch struct {
 	responded   atomic.Bool  // the current connection got a 200
 	ready       atomic.Bool  // the current connection sent ready
-	everReady   atomic.Bool  // some connection of this stream sent ready
 	connStart   atomic.Int64 // unix nanoseconds of the current connection's 200
 	lastEvent   atomic.Int64 // unix nanoseconds of the last event
 	heartbeat   atomic.Int64 // nanoseconds, from the ready event
@@ -29,12 +28,13 @@ type streamWatch struct {
 }
 
 // runStream receives calls over Server-Sent Events through r3labs/sse's
-// client, which reconnects by itself with Last-Event-ID. A watchdog ends the
-// stream when the gateway answered but sent no ready event in time (a proxy
-// holds the stream back: outcomeHeldBack) or when neither event nor ping
-// came for two heartbeats (outcomeRetry). The second result says whether the
-// stream was healthy at some point.
-func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
+// client, which reconnects by itself with Last-Event-ID, waiting what the
+// client's reconnect policy says (sseReconnect). A watchdog ends the stream
+// when the gateway answered but sent no ready event in time (a proxy holds
+// the stream back: outcomeHeldBack) or when neither event nor ping came
+// for two heartbeats (outcomeRetry). The stream asks the heartbeat learned
+// for this gateway (see pathLessons.streamEnded).
+func (c *Client) runStream(ctx context.Context) streamOutcome {
 	sess, _ := c.credentials()
 	c.mu.Lock()
 	readyTimeout, heartbeat, maxEventBytes := c.readyTimeout, c.heartbeat, c.maxEventBytes
@@ -47,19 +47,31 @@ func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
 
 	watch := &streamWatch{}
 	watch.heartbeat.Store(int64(heartbeat))
-	stream := sse.NewClient(c.api.baseURL+sessionPath(sess.id, "/events"), sse.ClientMaxBufferSize(maxEventBytes))
+	streamURL := func(asked time.Duration) string {
+		u := c.api.baseURL + sessionPath(sess.id, "/events")
+		if asked > 0 {
+			u += "?heartbeat_ms=" + strconv.FormatInt(asked.Milliseconds(), 10)
+		}
+		return u
+	}
+	stream := sse.NewClient(streamURL(gatewayPaths.heartbeat(c.api.baseURL)), sse.ClientMaxBufferSize(maxEventBytes))
 	stream.Connection = c.api.long
 	stream.Headers["Authorization"] = "Bearer " + sess.token
 	if cursor, ok := c.streamPosition(); ok {
 		stream.LastEventID.Store([]byte(strconv.FormatInt(cursor, 10)))
 	}
-	// The library's default backoff gives up after 15 minutes; this one
-	// retries until the client closes. The library resets it only when
-	// the subscription starts, so the ready event resets it (below): a
-	// stream that came up again starts its next reconnection from the
-	// first step, however many restarts of the gateway it lived through.
-	reconnect := newRetryBackoff(attemptCtx)
-	stream.ReconnectStrategy = reconnect
+	// connEnded looks at each connection of the stream once it is over
+	// (called on the library's goroutine, before it reconnects, or after
+	// the subscription ended): a live stream cut while idle teaches the
+	// heartbeat to ask, which the library's next connection then asks.
+	connEnded := func() {
+		if asked, changed := c.streamConnEnded(watch); changed {
+			stream.URL = streamURL(asked)
+		}
+	}
+	// The library's default backoff gives up after 15 minutes; the
+	// client's policy retries until the client closes.
+	stream.ReconnectStrategy = backoff.WithContext(sseReconnect{policy: c.reconnect, ended: connEnded}, attemptCtx)
 	stream.ReconnectNotify = func(err error, wait time.Duration) {
 		c.setState(StateReconnecting, err.Error())
 	}
@@ -72,11 +84,12 @@ func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
 		}
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		apiErr := decodeAPIError(resp.StatusCode, data)
+		apiErr := decodeReplyError(resp, data)
 		if apiErr.sessionLost() {
 			watch.sessionLost.Store(true)
 			return backoff.Permanent(apiErr)
 		}
+		noteRefusal(c.reconnect, apiErr)
 		return apiErr
 	}
 	onEvent := func(msg *sse.Event) {
@@ -93,10 +106,7 @@ func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
 				watch.heartbeat.Store(int64(time.Duration(ready.HeartbeatMS) * time.Millisecond))
 			}
 			watch.ready.Store(true)
-			watch.everReady.Store(true)
-			// The library calls onEvent and the backoff on the same
-			// goroutine, so this needs no lock.
-			reconnect.Reset()
+			c.reconnect.WentLive()
 			c.setState(StateConnected, TransportSSE)
 		case eventStreamReplaced:
 			watch.replaced.Store(true)
@@ -109,37 +119,61 @@ func (c *Client) runStream(ctx context.Context) (streamOutcome, bool) {
 	}
 
 	ended := make(chan error, 1)
-	go func() { ended <- stream.SubscribeRawWithContext(attemptCtx, onEvent) }()
+	go func() {
+		err := stream.SubscribeRawWithContext(attemptCtx, onEvent)
+		connEnded() // the last connection, which the library did not retry
+		ended <- err
+	}()
 	return c.watchStream(ctx, cancel, ended, watch, readyTimeout)
+}
+
+// streamConnEnded records the end of one connection of a stream: when it
+// had gone live, whether it was cut while idle (pathLessons.streamEnded),
+// which may change the heartbeat streams to this gateway ask. It looks at
+// each connection once (a later call finds it not live).
+func (c *Client) streamConnEnded(watch *streamWatch) (time.Duration, bool) {
+	watch.responded.Store(false)
+	if !watch.ready.Swap(false) {
+		return 0, false
+	}
+	idle := time.Since(time.Unix(0, watch.lastEvent.Load()))
+	heartbeat := time.Duration(watch.heartbeat.Load())
+	cut := !watch.replaced.Load()
+	asked, changed := gatewayPaths.streamEnded(c.api.baseURL, cut, idle, heartbeat)
+	if changed {
+		c.log(LevelInfo, fmt.Sprintf("the stream was cut twice after about %s without a byte (a proxy's idle limit?); asking a heartbeat of %s",
+			idle.Round(100*time.Millisecond), asked))
+	}
+	return asked, changed
 }
 
 // watchStream waits for the stream to end, the client to close, the
 // gateway to refuse the session, or the stream to stall.
-func (c *Client) watchStream(ctx context.Context, cancel context.CancelFunc, ended <-chan error, watch *streamWatch, readyTimeout time.Duration) (streamOutcome, bool) {
+func (c *Client) watchStream(ctx context.Context, cancel context.CancelFunc, ended <-chan error, watch *streamWatch, readyTimeout time.Duration) streamOutcome {
 	tick := time.NewTicker(max(readyTimeout/4, 10*time.Millisecond))
 	defer tick.Stop()
-	outcome := func(o streamOutcome) (streamOutcome, bool) {
+	outcome := func(o streamOutcome) streamOutcome {
 		cancel()
 		<-ended
-		return o, watch.everReady.Load()
+		return o
 	}
 	for {
 		select {
 		case err := <-ended:
 			switch {
 			case ctx.Err() != nil:
-				return outcomeStopped, watch.everReady.Load()
+				return outcomeStopped
 			case watch.sessionLost.Load():
-				return outcomeSessionLost, watch.everReady.Load()
+				return outcomeSessionLost
 			case watch.replaced.Load():
 				c.setState(StateReconnecting, "replaced by a newer connection of this session")
-				return outcomeReplaced, watch.everReady.Load()
+				return outcomeReplaced
 			case err != nil:
 				c.setState(StateReconnecting, err.Error())
 			default:
 				c.setState(StateReconnecting, "the gateway ended the stream")
 			}
-			return outcomeRetry, watch.everReady.Load()
+			return outcomeRetry
 		case <-ctx.Done():
 			return outcome(outcomeStopped)
 		case <-c.sessionLostChan():

@@ -61,7 +61,11 @@ type Config struct {
 	TLSCert string
 	TLSKey  string
 
-	Heartbeat       time.Duration // ping interval on streams
+	Heartbeat time.Duration // ping interval on streams, and the most a stream may ask (heartbeat_ms)
+	// MinHeartbeat is the least ping interval a stream may ask with
+	// heartbeat_ms (a client behind a proxy that cuts idle connections);
+	// above Heartbeat, Heartbeat is the least too.
+	MinHeartbeat    time.Duration
 	PollWait        time.Duration // default hold of a long-poll
 	MaxPollWait     time.Duration // cap on a client's wait_ms
 	DefaultTimeout  time.Duration // per-call timeout when neither tool nor call sets one
@@ -202,6 +206,7 @@ func DefaultConfig() Config {
 		Addr:            "127.0.0.1:8080",
 		DBPath:          "./toolgate.db",
 		Heartbeat:       15 * time.Second,
+		MinHeartbeat:    time.Second,
 		PollWait:        25 * time.Second,
 		MaxPollWait:     60 * time.Second,
 		DefaultTimeout:  30 * time.Second,
@@ -248,6 +253,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	setDur(&c.Heartbeat, d.Heartbeat)
+	setDur(&c.MinHeartbeat, min(d.MinHeartbeat, c.Heartbeat))
 	setDur(&c.PollWait, d.PollWait)
 	setDur(&c.MaxPollWait, d.MaxPollWait)
 	setDur(&c.DefaultTimeout, d.DefaultTimeout)
@@ -331,7 +337,7 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
 	positive := map[string]time.Duration{
-		"heartbeat": c.Heartbeat, "poll wait": c.PollWait, "max poll wait": c.MaxPollWait,
+		"heartbeat": c.Heartbeat, "min heartbeat": c.MinHeartbeat, "poll wait": c.PollWait, "max poll wait": c.MaxPollWait,
 		"default timeout": c.DefaultTimeout, "min timeout": c.MinTimeout, "max timeout": c.MaxTimeout,
 		"session grace": c.SessionGrace, "session ttl": c.SessionTTL, "sweep interval": c.SweepInterval,
 		"approval timeout": c.ApprovalTimeout,

@@ -24,6 +24,8 @@ type listener struct {
 	wake      chan struct{}
 	notify    func() // instead of wake, when set: called (under the session table's lock) on growth and on close
 	streaming bool
+	via       handlers.Via // how the client holds the session by it
+	openedAt  time.Time
 	// opened orders the listeners of a session: the oldest has the
 	// smallest (sessionTable.opened when it was registered).
 	opened uint64
@@ -60,10 +62,16 @@ func (l *listener) EndReason() string {
 // it was the session's last, the session's reachability is looked at
 // again once its grace has run out (reachLater), so that its tools leave
 // the MCP listings then rather than at the next sweep.
-func (l *listener) Close() {
+func (l *listener) Close() { l.end(false) }
+
+// Cut implements handlers.Listener: Close for a connection that broke,
+// which the session's connection record counts.
+func (l *listener) Cut() { l.end(true) }
+
+func (l *listener) end(cut bool) {
 	e := l.e
 	e.sessions.locked(func() {
-		l.closeLocked(e.now())
+		l.closeLocked(e.now(), cut)
 		if len(l.s.listeners) == 0 {
 			l.s.reachLater(e.cfg.SessionGrace+2*e.cfg.PollWait, func() { e.lookAtReachability(l.s.row.ID) })
 		}
@@ -91,8 +99,9 @@ func (e *Engine) lookAtReachability(sid string) {
 }
 
 // closeLocked takes the listener off its session and updates the
-// session's presence, once; the session table's lock is held.
-func (l *listener) closeLocked(now time.Time) {
+// session's presence and connection record (cut: its connection broke),
+// once; the session table's lock is held.
+func (l *listener) closeLocked(now time.Time, cut bool) {
 	if l.closed {
 		return
 	}
@@ -106,6 +115,7 @@ func (l *listener) closeLocked(now time.Time) {
 		s.lastPoll = now
 	}
 	s.lastSeen = now
+	s.conn.closed(l, cut, s.newestListenerLocked(), now)
 }
 
 // replaceLocked ends the listener because a newer stream or poll of its
@@ -115,7 +125,7 @@ func (l *listener) closeLocked(now time.Time) {
 // held.
 func (l *listener) replaceLocked(now time.Time) {
 	l.replaced.Store(true)
-	l.closeLocked(now)
+	l.closeLocked(now, false)
 	if l.notify != nil {
 		l.notify()
 		return
@@ -138,21 +148,21 @@ func (s *sessionState) oldestListenerLocked() *listener {
 	return oldest
 }
 
-// Listen registers a stream (streaming) or a held poll of session sid. It
-// must be called before the first read of the log, so that no event
-// appended in between is missed.
-func (e *Engine) Listen(sid string, streaming bool) (handlers.Listener, error) {
-	return e.listen(sid, streaming, nil)
+// Listen registers a stream or a held poll (via) of session sid. It must
+// be called before the first read of the log, so that no event appended
+// in between is missed.
+func (e *Engine) Listen(sid string, via handlers.Via) (handlers.Listener, error) {
+	return e.listen(sid, via, nil)
 }
 
-// ListenFunc registers a stream (streaming) or a held poll of session sid
-// that is told of new events, and of the session's end, by a call of
-// notify instead of a channel, so that an idle stream needs no goroutine
-// waiting on it, and one goroutine can serve many sessions. notify is
-// called with the session table's lock held: it must only schedule work,
-// never block or call back into the engine.
-func (e *Engine) ListenFunc(sid string, streaming bool, notify func()) (handlers.Listener, error) {
-	return e.listen(sid, streaming, notify)
+// ListenFunc registers a stream or a held poll (via) of session sid that
+// is told of new events, and of the session's end, by a call of notify
+// instead of a channel, so that an idle stream needs no goroutine waiting
+// on it, and one goroutine can serve many sessions. notify is called with
+// the session table's lock held: it must only schedule work, never block
+// or call back into the engine.
+func (e *Engine) ListenFunc(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+	return e.listen(sid, via, notify)
 }
 
 // listen registers a listener on session sid. When the session already
@@ -162,8 +172,9 @@ func (e *Engine) ListenFunc(sid string, streaming bool, notify func()) (handlers
 // whose earlier connection is half-dead, and its client has reconnected.
 // So one session cannot hold more than a few of the gateway's file
 // descriptors, however often it connects.
-func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Listener, error) {
-	l := &listener{e: e, notify: notify, streaming: streaming}
+func (e *Engine) listen(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+	streaming := via.Streaming()
+	l := &listener{e: e, notify: notify, streaming: streaming, via: via}
 	if notify == nil {
 		l.wake = make(chan struct{}, 1)
 	}
@@ -173,8 +184,11 @@ func (e *Engine) listen(sid string, streaming bool, notify func()) (handlers.Lis
 		for len(s.listeners) >= e.cfg.MaxStreamsPerSession {
 			s.oldestListenerLocked().replaceLocked(now)
 		}
+		online := s.online(now, e.cfg.PollWait)
 		l.s = s
 		l.opened = e.sessions.nextListener()
+		l.openedAt = now
+		s.conn.opened(l, online, now)
 		s.listeners[l] = struct{}{}
 		if streaming {
 			s.streams++

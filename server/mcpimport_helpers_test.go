@@ -72,6 +72,7 @@ type apiTool struct {
 	Name     string `json:"name"`
 	ReadOnly bool   `json:"read_only"`
 	Online   bool   `json:"online"`
+	Presence string `json:"presence"`
 	Source   struct {
 		Kind   string `json:"kind"`
 		Server string `json:"server"`

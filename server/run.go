@@ -105,6 +105,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Heartbeat:      cfg.Heartbeat,
+		MinHeartbeat:   cfg.MinHeartbeat,
 		PollWait:       cfg.PollWait,
 		MaxPollWait:    cfg.MaxPollWait,
 		MaxCallWait:    cfg.MaxTimeout,

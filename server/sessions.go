@@ -20,11 +20,12 @@ type sessionState struct {
 	row   sessionRow
 	tools map[string]*toolEntry
 
-	streams  int       // open SSE streams
-	polls    int       // held long-polls
-	lastPoll time.Time // when a poll last started or ended
-	lastSeen time.Time // any sign of life; the start of grace and TTL
-	lastSave time.Time // when lastSeen was last written to the store
+	conn     connRecord // how its client holds it (connection.go)
+	streams  int        // open SSE streams
+	polls    int        // held long-polls
+	lastPoll time.Time  // when a poll last started or ended
+	lastSeen time.Time  // any sign of life; the start of grace and TTL
+	lastSave time.Time  // when lastSeen was last written to the store
 
 	listeners map[*listener]struct{}
 	done      chan struct{} // closed when the session closes
@@ -338,7 +339,8 @@ func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.Session
 	if e.sessions.with(sid, func(s *sessionState) { v = e.viewLocked(row, s, now) }) {
 		return v, nil
 	}
-	return &toolgate.SessionView{Session: row.Session(), Tools: []toolgate.ToolInfo{}}, nil
+	return &toolgate.SessionView{Session: row.Session(), Connection: toolgate.Connection{State: toolgate.PresenceOffline},
+		Tools: []toolgate.ToolInfo{}}, nil
 }
 
 // Session list pages: the default and the largest number of sessions.
@@ -405,7 +407,8 @@ func (e *Engine) viewLocked(row *store.SessionRow, s *sessionState, now time.Tim
 	sess.AutoApprove = s.row.AutoApprove
 	sess.LastSeenAt = toolgate.NewTime(s.lastSeen)
 	online := s.online(now, e.cfg.PollWait)
-	return &toolgate.SessionView{Session: sess, Online: online, Tools: e.toolInfosLocked(s, now)}
+	return &toolgate.SessionView{Session: sess, Online: online, Connection: s.conn.view(s.presence(now, e.cfg)),
+		Tools: e.toolInfosLocked(s, now)}
 }
 
 // CloseSession closes a session at the client's or an operator's request:

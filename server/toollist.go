@@ -126,6 +126,7 @@ func (e *Engine) remoteToolsAfter(ctx context.Context, after toolKey, n int) ([]
 		if s.tools[rows[i].Name] != nil {
 			out[i].listed = true
 			out[i].info.Online = s.reachable(now, e.cfg)
+			out[i].info.Presence = s.presence(now, e.cfg)
 		}
 	})
 	return out, nil

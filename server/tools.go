@@ -424,12 +424,14 @@ func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
 // shown online while its session is reachable (online, or within grace).
 func (e *Engine) toolInfosLocked(s *sessionState, now time.Time) []toolgate.ToolInfo {
 	reachable := s.reachable(now, e.cfg)
+	presence := s.presence(now, e.cfg)
 	out := make([]toolgate.ToolInfo, 0, len(s.tools))
 	for _, t := range s.tools {
 		out = append(out, toolgate.ToolInfo{
 			ToolSpec:     t.spec,
 			Source:       toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: s.row.ID},
 			Online:       reachable,
+			Presence:     presence,
 			RegisteredAt: toolgate.TimePtr(t.registeredAt),
 		})
 	}

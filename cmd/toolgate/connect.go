@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/reconnect"
 	"github.com/toolgate/toolgate/mobile"
 )
 
@@ -137,7 +138,7 @@ func runConnect(ctx context.Context, args []string) error {
 		folder = newToolFolder(cfg.ToolsDir, client, log)
 		folder.scan()
 	}
-	if err := connectWithRetry(ctx, client, log); err != nil {
+	if err := connectWithRetry(ctx, client, log, reconnect.New()); err != nil {
 		return err
 	}
 	defer client.Close()
@@ -159,25 +160,29 @@ func runConnect(ctx context.Context, args []string) error {
 }
 
 // connectWithRetry connects, retrying while the gateway cannot be reached
-// or fails on its side; a refusal (a wrong client key) ends it.
-func connectWithRetry(ctx context.Context, client *mobile.Client, log *slog.Logger) error {
-	wait := 500 * time.Millisecond
+// or fails on its side, with the SDK's reconnect policy (backing off over
+// attempts that fail, a Retry-After waited at least); a refusal (a wrong
+// client key) ends it. Once connected, the SDK reconnects by itself.
+func connectWithRetry(ctx context.Context, client *mobile.Client, log *slog.Logger, policy *reconnect.Policy) error {
 	for {
 		err := client.Connect()
 		if err == nil {
 			return nil
 		}
 		var apiErr *mobile.APIError
-		if errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.Status != 429 {
-			return err
+		if errors.As(err, &apiErr) {
+			if apiErr.Status < 500 && apiErr.Status != 429 {
+				return err
+			}
+			policy.RetryAfter(time.Duration(apiErr.RetryAfterMS()) * time.Millisecond)
 		}
-		log.Warn("toolgate connect: cannot reach the gateway; retrying", "error", err, "in", wait)
+		wait := policy.Next()
+		log.Warn("toolgate connect: cannot reach the gateway; retrying", "error", err, "in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
 		}
-		wait = min(wait*2, 30*time.Second)
 	}
 }
 

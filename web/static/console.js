@@ -46,7 +46,9 @@ export function startConsole({ client }) {
 
   // toolCursors: the `after` of each tools page from the first to the one
   // shown ("" for the first); nextTools: the next page's, or null.
-  const state = { tools: [], sessions: new Map(), moreSessions: false, toolCursors: [""], nextTools: null };
+  // reachedAt: when the gateway last answered; unreachableSince: since when
+  // it has not (null while it answers).
+  const state = { tools: [], sessions: new Map(), moreSessions: false, toolCursors: [""], nextTools: null, reachedAt: null, unreachableSince: null };
   const pager = toolPager(state, () => refresh());
 
   function signedOut(message) {
@@ -73,15 +75,24 @@ export function startConsole({ client }) {
       state.nextTools = tools?.next_after ?? null;
       state.sessions = new Map((sessions?.sessions ?? []).map((s) => [s.session_id ?? s.id, s]));
       state.moreSessions = Boolean(sessions?.next_before);
+      state.reachedAt = new Date();
+      state.unreachableSince = null;
       renderTools(state, client);
       pager.show();
       fillToolSelect(state);
       showError($('[data-role="tools-error"]'), "");
+      showReachability(state);
       await panels?.refresh(state);
-      $('[data-testid="console-refresh"]').textContent = `updated ${timeOf(new Date())}`;
     } catch (err) {
       if (err.code === "UNAUTHENTICATED" || err.code === "PERMISSION_DENIED") {
         signedOut(`The agent key was refused: ${err.message}`);
+        return;
+      }
+      if (gatewayUnreachable(err)) {
+        // What the table said is no longer known: no tool is shown as connected.
+        state.unreachableSince ??= new Date();
+        renderTools(state, client);
+        showReachability(state, err);
         return;
       }
       showError($('[data-role="tools-error"]'), `Cannot load the tools: ${err.message}`);
@@ -121,6 +132,49 @@ export function startConsole({ client }) {
   else keyForm.hidden = false;
 }
 
+/** Whether a failed request means the gateway cannot be reached (no answer, or a proxy's 502/503/504). */
+function gatewayUnreachable(err) {
+  return err?.status === 0 || err?.status === 502 || err?.status === 503 || err?.status === 504;
+}
+
+/** The banner and the time stamp: plain words when the gateway cannot be reached. */
+function showReachability(state, err) {
+  const banner = $('[data-testid="gateway-down"]');
+  const stamp = $('[data-testid="console-refresh"]');
+  if (state.unreachableSince === null) {
+    banner.hidden = true;
+    stamp.textContent = `updated ${timeOf(state.reachedAt)}`;
+    return;
+  }
+  banner.hidden = false;
+  const last = state.reachedAt ? ` Last reached at ${timeOf(state.reachedAt)}; what the console showed then may have changed.` : "";
+  banner.textContent = `The gateway cannot be reached since ${timeOf(state.unreachableSince)} (${err?.message ?? "no answer"}).${last} Trying again every ${REFRESH_MS / 1000} s.`;
+  stamp.textContent = `gateway unreachable since ${timeOf(state.unreachableSince)}`;
+}
+
+/** Presence states of a tool's session, from the best. */
+const PRESENCE_ORDER = ["connected", "away", "offline", "unknown"];
+/** The chip colour of each presence (the call status styles of style.css). */
+const PRESENCE_STATUS = { connected: "completed", away: "pending", offline: "cancelled", unknown: "cancelled" };
+/** What the chip's title says. */
+const PRESENCE_TITLE = {
+  connected: "Its session holds a connection to the gateway now.",
+  away: "Its session lost its connection a moment ago and may be back (a reload, a network change): calls wait for it.",
+  offline: "Its session is gone or has been away too long: calls to it fail.",
+  unknown: "The gateway cannot be reached: its state is not known.",
+};
+
+/**
+ * A tool's presence: the gateway's `presence` ("connected", "away",
+ * "offline"), or from `online` from a gateway that gives none; "unknown"
+ * while the gateway cannot be reached.
+ */
+export function presenceOf(tool, unreachable = false) {
+  if (unreachable) return "unknown";
+  if (PRESENCE_ORDER.includes(tool.presence)) return tool.presence;
+  return tool.online ? "connected" : "offline";
+}
+
 /** The tool's key in the select: session id (empty for built-ins) and name. */
 function toolKey(tool) {
   return `${tool.source?.session_id ?? ""}/${tool.name}`;
@@ -135,23 +189,27 @@ function sourceLabel(tool, sessions) {
 
 function renderTools(state, client) {
   const tbody = $('[data-testid="tools-table"] tbody');
-  const rows = [...state.tools].sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
+  const unreachable = state.unreachableSince !== null;
+  const rank = (tool) => PRESENCE_ORDER.indexOf(presenceOf(tool));
+  const rows = [...state.tools].sort((a, b) => rank(a) - rank(b) || a.name.localeCompare(b.name));
   tbody.replaceChildren(
     ...rows.map((tool) => {
       const mine = tool.source?.session_id && tool.source.session_id === client.sessionId;
-      return el("tr", { dataset: { tool: tool.name, sessionId: tool.source?.session_id ?? "" } }, [
+      const presence = presenceOf(tool, unreachable);
+      return el("tr", { dataset: { tool: tool.name, sessionId: tool.source?.session_id ?? "", presence } }, [
         el("td", {}, [el("code", {}, tool.name), el("div", { class: "muted small clamp" }, tool.description ?? "")]),
         el("td", { class: "small" }, [sourceLabel(tool, state.sessions), mine ? el("span", { class: "chip" }, "this page") : null]),
-        el("td", {}, el("span", { class: "chip", dataset: { status: tool.online ? "completed" : "cancelled" } }, tool.online ? "online" : "offline")),
+        el("td", {}, el("span", { class: "chip", title: PRESENCE_TITLE[presence], dataset: { status: PRESENCE_STATUS[presence], role: "presence" } }, presence)),
         el("td", {}, el("button", { type: "button", class: "secondary small-button", onclick: () => chooseTool(state, toolKey(tool)) }, "Call")),
       ]);
     }),
   );
-  const online = rows.filter((t) => t.online).length;
+  const count = (p) => rows.filter((t) => presenceOf(t) === p).length;
   const paged = state.nextTools || state.toolCursors.length > 1;
   const page = paged ? ` (page ${state.toolCursors.length}${state.nextTools ? ", more on the next" : ", the last"})` : "";
   const sessions = `${state.sessions.size}${state.moreSessions ? "+" : ""} sessions`;
-  $('[data-role="tools-summary"]').textContent = `${rows.length} tools, ${online} online${page} · ${sessions}`;
+  const presence = unreachable ? "state unknown" : `${count("connected")} connected, ${count("away")} away`;
+  $('[data-role="tools-summary"]').textContent = `${rows.length} tools, ${presence}${page} · ${sessions}`;
 }
 
 /**
@@ -187,7 +245,7 @@ function fillToolSelect(state) {
   const select = $("#call-form select[name=tool]");
   const current = select.value;
   const options = state.tools.map((tool) =>
-    el("option", { value: toolKey(tool) }, `${tool.name} — ${sourceLabel(tool, state.sessions)}${tool.online ? "" : " (offline)"}`),
+    el("option", { value: toolKey(tool) }, `${tool.name} — ${sourceLabel(tool, state.sessions)}${presenceOf(tool) === "connected" ? "" : ` (${presenceOf(tool)})`}`),
   );
   select.replaceChildren(el("option", { value: "" }, "choose a tool…"), ...options);
   select.value = state.tools.some((t) => toolKey(t) === current) ? current : "";

@@ -2,6 +2,8 @@
 // helper, backoff and abortable sleeps, and session storage. No DOM is used,
 // so the SDK also runs in Node 20 (global fetch, EventTarget, AbortController).
 
+import { retryAfterMs } from "./toolgate-reconnect.js";
+
 /** The tool-level error codes a client may report (docs/PROTOCOL.md, CETP codes). */
 export const TOOL_ERROR_CODES = Object.freeze([
   "AUTH_REQUIRED",
@@ -99,14 +101,13 @@ export async function requestJSON(fetchFn, url, opts = {}) {
 /** Builds a ToolgateError from a non-2xx reply and its parsed body (or null). */
 export function errorFromReply(res, data) {
   const e = data && typeof data === "object" ? data.error : undefined;
-  const retryAfter = Number(res.headers.get("Retry-After"));
   return new ToolgateError(
     e?.code ?? `HTTP_${res.status}`,
     e?.message ?? `The gateway answered ${res.status} ${res.statusText}`.trim(),
     {
       status: res.status,
       details: e?.details,
-      retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+      retryAfterMs: retryAfterMs(res.headers.get("Retry-After") ?? undefined),
     },
   );
 }

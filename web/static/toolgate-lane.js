@@ -7,13 +7,22 @@
 // bodies only (and in the Authorization header of a leave).
 
 import { ToolgateError, backoffDelay, requestJSON, sleep } from "./toolgate-http.js";
-import { decodePollEvent, readEventStream } from "./toolgate-transport.js";
+import { PathMemory } from "./toolgate-path.js";
+import { ReconnectPolicy, TransportSwitches } from "./toolgate-reconnect.js";
+import { decodePollEvent, probeStream, readEventStream } from "./toolgate-transport.js";
 
 /** Errors after which the stream cannot be trusted and the connection polls. */
 const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
 
 /** How long a change of the polled sessions waits for more changes before it polls again. */
 const POLL_REGROUP_MS = 50;
+
+/** The hold of a poll until the gateway said its own (an earlier gateway says none). */
+const DEFAULT_POLL_WAIT_MS = 25000;
+/** How long after its hold a poll that got no answer is given up. */
+const POLL_GRACE_MS = 15000;
+/** A poll answered this close to the end of its hold ran the full hold. */
+const POLL_FULL_HOLD_SLACK_MS = 250;
 
 /**
  * One session carried by a lane (made and updated by MultiSessionConnection).
@@ -49,7 +58,15 @@ export class SessionLane {
   /** Aborts the held poll, so that it is asked again with the new set of sessions. */
   #regroupPoll = null;
   #membershipChanged = null;
-  #sseRetryDelay;
+  /** The heartbeat asked and the poll hold, learned per gateway (shared by the tabs). */
+  #path;
+  /** When to probe the stream while polling, and the bound on switching. */
+  #switches;
+  /** The gateway's --poll-wait, as its poll replies say. */
+  #gatewayPollWaitMs = null;
+  /** The last transport that was live, to count switches. */
+  #lastTransport = null;
+  #info = { heartbeat_ms: null, poll_wait_ms: null, cuts: 0, last_cut: null };
 
   /**
    * @param {{baseUrl: string, fetchFn: typeof fetch, sseReadyTimeoutMs: number, sseRetryMs: number,
@@ -59,7 +76,8 @@ export class SessionLane {
    */
   constructor(opts) {
     this.#opts = opts;
-    this.#sseRetryDelay = opts.sseRetryMs;
+    this.#path = new PathMemory({ baseUrl: opts.baseUrl, storage: opts.pathStorage });
+    this.#switches = new TransportSwitches({ probeMs: opts.sseRetryMs, probeMaxMs: opts.sseRetryMaxMs });
   }
 
   /** The ids of the sessions on the live connection. */
@@ -102,23 +120,31 @@ export class SessionLane {
   /** Runs the connection until the signal aborts: the stream, the poll where it is held back, reconnects. */
   async run(signal) {
     let mode = "sse";
-    for (let failures = 0; !signal.aborted; ) {
+    let climbing = false;
+    const policy = new ReconnectPolicy({ baseMs: this.#opts.reconnectBaseMs, maxMs: this.#opts.reconnectMaxMs });
+    while (!signal.aborted) {
       if (this.#awake().length === 0) {
         await this.#nextMembershipChange(signal);
         continue;
       }
       try {
-        if (mode === "sse") await this.#runStream(signal);
-        else await this.#runPolling(signal);
-        failures = 0;
+        if (mode === "sse") await this.#runStream(signal, policy);
+        else await this.#runPolling(signal, policy);
+        // The poll returns when a probe found that the stream gets through.
+        climbing = mode === "poll";
         if (mode === "poll") mode = "sse";
       } catch (err) {
         if (signal.aborted) break;
         if (STREAM_HELD_BACK.has(err?.code)) {
+          // A climb the probe allowed whose stream is held back after all:
+          // the next probe waits longer.
+          if (climbing && !err?.wasLive) this.#switches.probeFailed();
+          climbing = false;
           this.#opts.problem(err, "stream");
           mode = "poll";
           continue;
         }
+        climbing = false;
         // A stream that had gone live (the probe of the poll among them) is
         // tried again first; only a held-back one sends the lane to the poll.
         if (err?.wasLive) mode = "sse";
@@ -135,18 +161,41 @@ export class SessionLane {
           break;
         }
         this.#opts.problem(err, "connection");
-        await sleep(err?.retryAfterMs ?? backoffDelay(failures++, this.#opts.reconnectBaseMs, this.#opts.reconnectMaxMs), signal);
+        // A connection that went live reconnects at once; attempts that
+        // never did back off (toolgate-reconnect.js).
+        await sleep(policy.delay(err), signal);
       }
     }
     this.#setTransport(null, null);
   }
 
+  /** What the lane learned of its path: see ConnectionInfo in toolgate.d.ts. */
+  get info() {
+    return { ...this.#info, heartbeat_ms: this.transport === "sse" ? this.#info.heartbeat_ms : null, poll_wait_ms: this.transport === "poll" ? this.#info.poll_wait_ms : null };
+  }
+
+  /**
+   * A live connection ended without the gateway saying so: counted, kept as
+   * the last cut, and (a stream's) taught to the path memory, which may ask
+   * for a shorter heartbeat from the next stream on.
+   */
+  #cut(transport, { afterMs, reason, idleMs, heartbeatMs }) {
+    this.#info.cuts++;
+    this.#info.last_cut = { at: new Date().toISOString(), after_ms: Math.round(afterMs), reason, transport };
+    if (transport === "sse") this.#path.streamCut(idleMs, heartbeatMs);
+    this.#opts.changed();
+  }
+
   // --- the stream ---------------------------------------------------------------
 
   /** Reads one multi-session stream until it fails; rejects when it ends. */
-  async #runStream(signal, onReady) {
+  async #runStream(signal, policy, onReady) {
     const controller = new AbortController();
-    const stop = () => controller.abort();
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      controller.abort();
+    };
     signal.addEventListener("abort", stop, { once: true });
     const conn = { stop };
     let heldBack = null;
@@ -163,22 +212,31 @@ export class SessionLane {
     const readyMs = this.#opts.sseReadyTimeoutMs;
     arm(readyMs, "STREAM_NOT_READY", `The event stream did not deliver "ready" within ${readyMs} ms (a proxy may be buffering it)`);
     let ready = false;
+    let readyAt = 0;
+    let lastActivity = 0;
     const opened = this.#awake();
+    const body = { sessions: opened.map((s) => wireSession(s, s.cursor)) };
+    const asked = this.#path.heartbeatMs;
+    if (asked !== null) body.heartbeat_ms = asked;
     try {
       await readEventStream({
         fetchFn: this.#opts.fetchFn,
         url: `${this.#opts.baseUrl}/v1/streams`,
-        body: { sessions: opened.map((s) => wireSession(s, s.cursor)) },
+        body,
         signal: controller.signal,
         onActivity: () => {
+          lastActivity = Date.now();
           if (ready) arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
         },
         onEvent: (ev) => {
           if (ev.type === "ready") {
             ready = true;
+            readyAt = Date.now();
             if (Number.isFinite(ev.heartbeat_ms)) heartbeatMs = ev.heartbeat_ms;
+            this.#info.heartbeat_ms = heartbeatMs;
             arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
-            this.#sseRetryDelay = this.#opts.sseRetryMs;
+            this.#switches.streamWorked();
+            policy.live();
             onReady?.();
             this.#streamReady(conn, ev, opened);
             return;
@@ -191,6 +249,11 @@ export class SessionLane {
     } catch (err) {
       const failure = heldBack ?? err;
       if (ready && failure !== null && typeof failure === "object") failure.wasLive = true;
+      if (ready && !stopped && !signal.aborted && this.sessions.size > 0) {
+        const now = Date.now();
+        const reason = failure?.code === "STREAM_STALLED" ? "stalled" : failure?.code === "STREAM_ENDED" ? "ended" : "reset";
+        this.#cut("sse", { afterMs: now - readyAt, idleMs: now - lastActivity, reason, heartbeatMs });
+      }
       throw failure;
     } finally {
       clearTimeout(timer);
@@ -297,33 +360,54 @@ export class SessionLane {
   // --- the poll -----------------------------------------------------------------
 
   /**
-   * Long-polls every carried session until the signal aborts or an error;
-   * probes the stream meanwhile (after a delay that doubles after each
-   * failed probe), and lets a probe that delivers "ready" carry on.
+   * Long-polls every carried session until the signal aborts or an error,
+   * holding each poll as long as the path lets it (PathMemory). Meanwhile it
+   * probes the stream now and then (TransportSwitches): it returns when a
+   * probe found that the stream gets through, and against a gateway without
+   * the probe it opens the stream itself beside the poll, letting it carry
+   * on once it delivers "ready".
    */
-  async #runPolling(signal) {
+  async #runPolling(signal, policy) {
     const pollController = new AbortController();
     const stopPoll = () => pollController.abort();
     signal.addEventListener("abort", stopPoll, { once: true });
     const conn = { stop: stopPoll };
     let probe = null;
     let probeTimer = null;
+    const probeFailed = (err) => {
+      this.#switches.probeFailed();
+      this.#opts.problem(err, "stream-probe");
+      scheduleProbe();
+    };
     const scheduleProbe = () => {
-      if (signal.aborted) return;
-      probeTimer = setTimeout(() => {
-        if (this.sessions.size === 0) {
+      if (signal.aborted || pollController.signal.aborted) return;
+      probeTimer = setTimeout(async () => {
+        const carried = this.#awake()[0];
+        if (!carried || !this.#switches.mayClimb()) {
           scheduleProbe();
           return;
         }
-        probe = this.#runStream(signal, stopPoll);
-        probe.catch((err) => {
-          if (!pollController.signal.aborted) {
-            this.#sseRetryDelay = Math.min(this.#sseRetryDelay * 2, this.#opts.sseRetryMaxMs);
-            this.#opts.problem(err, "stream-probe");
-            scheduleProbe();
-          }
-        });
-      }, this.#sseRetryDelay);
+        let verdict;
+        try {
+          verdict = await probeStream({ fetchFn: this.#opts.fetchFn, baseUrl: this.#opts.baseUrl, sessionId: carried.sessionId, token: carried.token, signal: pollController.signal, timeoutMs: this.#opts.sseReadyTimeoutMs });
+        } catch (err) {
+          if (!pollController.signal.aborted) probeFailed(err);
+          return;
+        }
+        if (pollController.signal.aborted) return;
+        if (verdict === "streams") {
+          stopPoll();
+        } else if (verdict === "unknown") {
+          probe = this.#runStream(signal, policy, stopPoll);
+          probe.catch((err) => {
+            if (!pollController.signal.aborted) probeFailed(err);
+          });
+        } else if (verdict === "busy") {
+          scheduleProbe();
+        } else {
+          probeFailed(new ToolgateError("STREAM_NOT_READY", "The stream probe came through all at once: the path still holds streams back"));
+        }
+      }, this.#switches.probeDelayMs);
     };
     scheduleProbe();
     // A first poll (and one after each change of the sessions) answers at
@@ -337,7 +421,8 @@ export class SessionLane {
           first = true;
           continue;
         }
-        const waitMs = first ? 0 : (this.#opts.pollWaitMs ?? 25000);
+        const ceiling = this.#opts.pollWaitMs ?? this.#gatewayPollWaitMs ?? DEFAULT_POLL_WAIT_MS;
+        const waitMs = first ? 0 : this.#path.pollHoldMs(ceiling);
         first = false;
         const held = new AbortController();
         const abortHeld = () => held.abort();
@@ -347,7 +432,12 @@ export class SessionLane {
           regrouped = true;
           held.abort();
         };
-        const giveUp = setTimeout(abortHeld, waitMs + 15000);
+        let timedOut = false;
+        const giveUp = setTimeout(() => {
+          timedOut = true;
+          held.abort();
+        }, waitMs + POLL_GRACE_MS);
+        const startedAt = Date.now();
         let reply;
         try {
           reply = await requestJSON(this.#opts.fetchFn, `${this.#opts.baseUrl}/v1/poll`, {
@@ -362,14 +452,25 @@ export class SessionLane {
             first = true;
             continue;
           }
-          if (held.signal.aborted) throw new ToolgateError("NETWORK", `The poll got no answer within ${waitMs + 15000} ms`);
-          throw err;
+          const failure = timedOut ? new ToolgateError("NETWORK", `The poll got no answer within ${waitMs + POLL_GRACE_MS} ms`) : err;
+          const reason = pollCutReason(failure, waitMs, Date.now() - startedAt, timedOut);
+          if (reason === null || this.transport !== "poll") throw failure;
+          // A held poll the path cut (a proxy's 502/504, a reset, a timeout):
+          // the hold halves for the origin, and the poll is asked again.
+          this.#info.poll_wait_ms = this.#path.pollCut(waitMs);
+          this.#cut("poll", { afterMs: Date.now() - startedAt, reason });
+          await sleep(policy.delay(failure), pollController.signal);
+          continue;
         } finally {
           this.#regroupPoll = null;
           clearTimeout(giveUp);
           pollController.signal.removeEventListener("abort", abortHeld);
         }
         if (pollController.signal.aborted) break; // the stream took over; it replays these events too
+        if (Number.isInteger(reply?.poll_wait_ms) && reply.poll_wait_ms > 0) this.#gatewayPollWaitMs = reply.poll_wait_ms;
+        if (waitMs > 0 && Date.now() - startedAt >= waitMs - POLL_FULL_HOLD_SLACK_MS) this.#path.pollClean(ceiling);
+        this.#info.poll_wait_ms = this.#path.pollHoldMs(this.#opts.pollWaitMs ?? this.#gatewayPollWaitMs ?? DEFAULT_POLL_WAIT_MS);
+        policy.live();
         this.#pollReply(conn, reply);
       }
     } finally {
@@ -377,7 +478,8 @@ export class SessionLane {
       signal.removeEventListener("abort", stopPoll);
       if (this.#conn === conn) this.#setTransport(null, null);
     }
-    // Polling stopped: either the connection ends, or a probe stream is live.
+    // Polling stopped: the connection ends, a probe stream is live, or a
+    // probe found that the stream gets through (the caller opens it).
     if (probe && !signal.aborted) await probe;
   }
 
@@ -462,6 +564,10 @@ export class SessionLane {
 
   #setTransport(transport, conn) {
     if (this.transport === transport && this.#conn === conn) return;
+    if (transport !== null) {
+      if (this.#lastTransport !== null && this.#lastTransport !== transport) this.#switches.switched();
+      this.#lastTransport = transport;
+    }
     this.transport = transport;
     this.#conn = conn;
     if (!conn) this.#streamId = null;
@@ -475,6 +581,22 @@ export function sessionLimit(err) {
   if (Number.isInteger(limit) && limit > 0) return limit;
   const said = /at most (\d+) sessions/.exec(typeof err?.message === "string" ? err.message : "");
   return said && Number(said[1]) > 0 ? Number(said[1]) : null;
+}
+
+/**
+ * Why a held poll counts as cut by the path (a proxy's 502/503/504, a
+ * reset or a timeout during the hold), or null when it failed otherwise
+ * (the gateway refused it, or nothing answered at all: a network or a
+ * gateway that is down answers at once, not after a hold).
+ */
+export function pollCutReason(err, waitMs, elapsedMs, timedOut) {
+  if (waitMs <= 0 || !(err instanceof ToolgateError)) return null;
+  if (timedOut) return "timeout";
+  if (elapsedMs < Math.min(1000, waitMs / 2)) return null;
+  if (err.status === 502 || err.status === 503 || err.status === 504) return `http_${err.status}`;
+  // A 504 without CORS headers reaches fetch as a TypeError, as a reset does.
+  if (err.status === 0) return "reset";
+  return null;
 }
 
 /** Whether an open or a poll failed in a way that asking again cannot mend: 404 or 405 (no such endpoint), or a 400 not about the limit. */

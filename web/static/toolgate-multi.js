@@ -55,6 +55,15 @@ export class MultiSessionConnection {
     return this.#lanes.filter((lane) => lane.sessions.size > 0).length;
   }
 
+  /**
+   * What the connection learned of its path (see ConnectionInfo in
+   * toolgate.d.ts): the live lane's, else the first lane's; null with no lane.
+   */
+  get path() {
+    const lane = this.#lanes.find((l) => l.transport) ?? this.#lanes[0];
+    return lane ? lane.info : null;
+  }
+
   /** The transport a session is live on, or null. */
   transportOf(sessionId) {
     const s = this.sessions.get(sessionId);

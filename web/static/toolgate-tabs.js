@@ -19,9 +19,11 @@
 //                                        leave). Pages whose joins lack `keepalive` (earlier
 //                                        versions) send none and are never dropped.
 //   roll_call {term}                     a new leader asks every page to send its joins again
-//   leader   {term, live, known, transport, joined}
+//   leader   {term, live, known, path, transport, joined}
 //                                        the leader, every second and on each change: each
-//                                        live session's transport, the sessions it knows of
+//                                        live session's transport, the sessions it knows of,
+//                                        what the connection learned of its path (heartbeat,
+//                                        poll hold, cuts: ConnectionInfo in toolgate.d.ts)
 //                                        (transport and joined: for pages of earlier versions)
 // A leader's term {n, page} is taken when it gets the lock: one more than the
 // highest term its page has heard (pages report theirs in join and alive; a
@@ -116,6 +118,8 @@ export class TabCoordinator {
   #broken = null;
   /** Each member's last status given, so a member hears only changes. */
   #statusGiven = new Map();
+  /** Each member's last path given (as JSON), likewise. */
+  #pathGiven = new Map();
 
   /**
    * @param {{baseUrl: string, fetchFn: typeof fetch, locks?: LockManager, BroadcastChannel?: typeof BroadcastChannel,
@@ -162,6 +166,7 @@ export class TabCoordinator {
     }
     this.#members.set(member.sessionId, member);
     this.#statusGiven.delete(member);
+    this.#pathGiven.delete(member);
     this.#announce(member, member.cursor());
     this.#lastLeaderHeard = Math.max(this.#lastLeaderHeard, Date.now());
     this.#campaign();
@@ -172,6 +177,7 @@ export class TabCoordinator {
         if (this.#members.get(member.sessionId) !== member) return;
         this.#members.delete(member.sessionId);
         this.#statusGiven.delete(member);
+        this.#pathGiven.delete(member);
         this.#sayLeave(member);
         if (this.#members.size === 0) {
           this.#resign();
@@ -240,6 +246,7 @@ export class TabCoordinator {
     for (const member of [...this.#members.values()]) member.onRefused(error);
     this.#members.clear();
     this.#statusGiven.clear();
+    this.#pathGiven.clear();
     this.#resign();
     this.#stopWatchdog();
   }
@@ -367,20 +374,28 @@ export class TabCoordinator {
     // `live` gives each session's own transport (its lane's); `transport` and
     // `joined` are what pages of earlier versions read.
     const live = Object.fromEntries(joined.map((id) => [id, connection.transportOf(id)]));
-    this.#post({ type: "leader", term: lead.term, transport: connection.transport, joined, live, known: [...connection.sessions.keys()] });
+    this.#post({ type: "leader", term: lead.term, transport: connection.transport, joined, live, known: [...connection.sessions.keys()], path: connection.path });
     this.#giveStatuses();
   }
 
   /** Gives each member of this page its status: the transport when its session is live, else null. */
   #giveStatuses(snapshot) {
     let statusOf = () => null;
+    let path = null;
     if (this.#lead) {
       const { connection } = this.#lead;
       statusOf = (sessionId) => connection.transportOf(sessionId);
+      path = connection.path;
     } else if (snapshot) {
       statusOf = (sessionId) => (Object.hasOwn(snapshot.live, sessionId) ? snapshot.live[sessionId] : null);
+      path = snapshot.path;
     }
+    const pathSaid = JSON.stringify(path);
     for (const member of this.#members.values()) {
+      if (path && this.#pathGiven.get(member) !== pathSaid) {
+        this.#pathGiven.set(member, pathSaid);
+        member.onPath?.(path);
+      }
       const status = statusOf(member.sessionId);
       if (this.#statusGiven.get(member) === status) continue;
       this.#statusGiven.set(member, status);
@@ -618,7 +633,8 @@ function leaderSnapshot(message) {
     if (!joined) return null;
     if (TRANSPORTS.has(message.transport)) for (const id of joined) live[id] = message.transport;
   }
-  return { live, known: new Set(known) };
+  const path = message.path && typeof message.path === "object" && !Array.isArray(message.path) ? message.path : null;
+  return { live, known: new Set(known), path };
 }
 
 function randomId() {

@@ -203,3 +203,52 @@ export async function pollEvents({ fetchFn, baseUrl, sessionId, token, cursor, w
   const next = Number.isFinite(body.cursor) ? body.cursor : cursor ?? null;
   return { events, cursor: next };
 }
+
+/** How much earlier than the end the probe's first step must arrive for the path to count as streaming. */
+export const PROBE_GAP_MS = 250;
+
+/**
+ * Asks the gateway's stream probe (`GET /v1/sessions/{sid}/probe`) whether
+ * the path between here and the gateway lets a stream through: the gateway
+ * sends a first step at once and a second 500 ms later; a path that streams
+ * delivers the first well before the end, a buffering one both at once.
+ * Resolves "streams", "buffered" (also: no answer within `timeoutMs`),
+ * "unknown" when the gateway has no probe (404, 405: an earlier version), or
+ * "busy" when a probe of the session runs already (409). Other failures
+ * (network, 5xx) reject.
+ * @param {{fetchFn: typeof fetch, baseUrl: string, sessionId: string, token: string,
+ *          signal?: AbortSignal, timeoutMs?: number, now?: () => number}} opts
+ * @returns {Promise<"streams"|"buffered"|"unknown"|"busy">}
+ */
+export async function probeStream({ fetchFn, baseUrl, sessionId, token, signal, timeoutMs = 5000, now = Date.now }) {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  signal?.addEventListener("abort", stop, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  let firstAt = null;
+  try {
+    await readEventStream({
+      fetchFn,
+      url: `${baseUrl}/v1/sessions/${encodeURIComponent(sessionId)}/probe`,
+      token,
+      signal: controller.signal,
+      onActivity: () => {},
+      onEvent: (ev) => {
+        if (ev.type === "ready" && firstAt === null) firstAt = now();
+      },
+    });
+    return firstAt !== null && now() - firstAt >= PROBE_GAP_MS ? "streams" : "buffered";
+  } catch (err) {
+    if (timedOut) return "buffered";
+    if (err instanceof ToolgateError && err.status === 409) return "busy";
+    if (err instanceof ToolgateError && (err.status === 404 || err.status === 405)) return "unknown";
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", stop);
+  }
+}

@@ -10,6 +10,46 @@ export type ConnectionState = "idle" | "connecting" | "connected" | "reconnectin
 /** How calls are received: a Server-Sent Events stream or a long-poll. */
 export type Transport = "sse" | "poll";
 
+/**
+ * Why a live connection ended without the gateway saying so: "ended" (closed cleanly by something on
+ * the way, as a proxy's idle timeout does), "reset" (broken; in a browser also a proxy's 504 without
+ * CORS headers), "stalled" (no byte for the stall timeout), "timeout" (a poll got no answer at all),
+ * "http_502" / "http_503" / "http_504" (a proxy's answer to a held poll).
+ */
+export type CutReason = "ended" | "reset" | "stalled" | "timeout" | "http_502" | "http_503" | "http_504";
+
+/** A live connection that was cut. */
+export interface ConnectionCut {
+  /** RFC 3339 time of the cut. */
+  at: string;
+  /** How long the connection had been live (a stream: since "ready"; a poll: its hold) when it was cut. */
+  after_ms: number;
+  reason: CutReason;
+  transport: Transport;
+}
+
+/**
+ * What a client knows of its connection (`client.connection`, the "connection" event). With a shared
+ * connection the leading tab's, as it tells the other tabs. On its own (no "connection" event needed)
+ * the client keeps the path's lessons per gateway in localStorage (key "toolgate-path:" + baseUrl),
+ * shared by the tabs: after two idle cuts of the stream at a similar age (within 25 %) it asks the
+ * gateway for a heartbeat of 0.4 x that age (at least 1 s); after a 502/503/504, a reset or a timeout
+ * of a held poll it halves the poll's hold (at least 1 s) and grows it back x1.25 per clean poll.
+ */
+export interface ConnectionInfo {
+  state: ConnectionState;
+  transport: Transport | null;
+  /** Whether this is the connection the tabs share. */
+  shared: boolean;
+  /** The live stream's heartbeat (as its "ready" said), else null. */
+  heartbeat_ms: number | null;
+  /** While polling: the hold the polls ask now, else null. */
+  poll_wait_ms: number | null;
+  /** Live connections cut since the client (or, shared, the leading tab's connection) started. */
+  cuts: number;
+  last_cut: ConnectionCut | null;
+}
+
 /** A JSON Schema (draft 2020-12); a tool's parameters have top-level type "object". */
 export type JSONSchema = { [key: string]: unknown };
 
@@ -68,20 +108,33 @@ export interface ToolgateClientOptions {
   metadata?: { [key: string]: JSONValue };
   /** The fetch to use; the SDK calls it with a URL string and an init. Default: globalThis.fetch. */
   fetch?: (url: string, init: RequestInit) => Promise<Response>;
-  /** How long a new stream may take to deliver "ready" before auto mode polls instead. Default 5000. */
+  /** How long a new stream may take to deliver "ready" before auto mode polls instead. Default 3000. */
   sseReadyTimeoutMs?: number;
-  /** How long auto mode polls before trying the stream again; doubles after each failed try. Default 60000. */
+  /**
+   * How long auto mode polls before it probes the stream (GET /v1/sessions/{sid}/probe) and, when the
+   * probe streams, goes back to it; doubles after each failed probe. Default 60000. Whatever the
+   * probes say, the transport switches at most 4 times in 10 minutes.
+   */
   sseRetryMs?: number;
-  /** The longest wait between tries of the stream. Default 600000. */
+  /** The longest wait between probes of the stream. Default 600000. */
   sseRetryMaxMs?: number;
   /** Silence on a live stream after which it counts as stalled. Default: twice the heartbeat plus 5 s. */
   stallTimeoutMs?: number;
-  /** How long each poll is held by the gateway. Default: the session's poll_wait_ms. */
+  /**
+   * The longest hold of each poll. Default: the gateway's poll wait (the session's poll_wait_ms, or the
+   * shared poll's reply). A poll a proxy cuts halves the hold for the origin, whichever the ceiling.
+   */
   pollWaitMs?: number;
-  /** First delay of the reconnect and result-retry backoff. Default 500. */
+  /**
+   * First delay of the backoff of connection attempts that never went live, and of result retries.
+   * Default 250. A connection that went live and then broke is tried again at once (0-250 ms of
+   * jitter); a Retry-After is obeyed.
+   */
   reconnectBaseMs?: number;
-  /** Longest delay of that backoff. Default 30000. */
+  /** Longest delay of that backoff. Default 10000. */
   reconnectMaxMs?: number;
+  /** Where the path's lessons are kept (see ConnectionInfo). Default: localStorage, else memory. */
+  pathStorage?: SessionStorageLike;
 }
 
 /** What a handler reports with `progress()`: the protocol's usual fields, and any other JSON. */
@@ -230,7 +283,7 @@ export type CallEventDetail =
  *   "STREAM_REPLACED" when a newer connection of the same session replaced it: the gateway
  *   keeps a few per session, and the client waits its backoff before it connects again);
  * "stream" — the stream was held back (no "ready", or stalled) and auto mode polls instead;
- * "stream-probe" — a try of the stream while polling failed;
+ * "stream-probe" — a probe of the stream while polling failed (the path still holds streams back);
  * "register" — registering tools failed, or the gateway rejected a tool;
  * "progress" — a progress report could not be sent (`callId`);
  * "result" — posting an answer failed and is retried (`callId`, `attempt`).
@@ -251,6 +304,10 @@ export interface ErrorEventDetail {
 export interface ToolgateEventMap {
   state: { state: ConnectionState; previous: ConnectionState };
   transport: { transport: Transport | null };
+  /** Any change of `client.connection`: state, transport, heartbeat, poll hold, a cut. */
+  connection: ConnectionInfo;
+  /** A live connection was cut (then reconnected at once). */
+  cut: ConnectionCut;
   /** A session was created, or one was lost (`lost`, `error`) and is about to be replaced. */
   session: { sessionId: string | null; created: boolean; lost?: boolean; error?: Error };
   call: CallEventDetail;
@@ -265,6 +322,8 @@ export class ToolgateClient extends EventTarget {
   readonly transport: Transport | null;
   /** Whether calls come over the connection the tabs share (see ToolgateClientOptions.shareConnection). */
   readonly sharesConnection: boolean;
+  /** What the client knows of its connection now (a fresh object each time). */
+  readonly connection: ConnectionInfo;
   readonly sessionId: string | null;
   readonly cursor: number | null;
   /** Without a trailing slash. */

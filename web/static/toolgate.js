@@ -14,10 +14,13 @@
 // toolgate.d.ts beside this file.
 
 import { CallRunner } from "./toolgate-calls.js";
-import { SessionStore, ToolError, ToolgateError, backoffDelay, requestJSON, resolveStorage, sleep } from "./toolgate-http.js";
+import { SessionStore, ToolError, ToolgateError, requestJSON, resolveStorage, sleep } from "./toolgate-http.js";
+import { pollCutReason } from "./toolgate-lane.js";
+import { PathMemory } from "./toolgate-path.js";
+import { RECONNECT_BASE_MS, RECONNECT_MAX_MS, ReconnectPolicy, TransportSwitches } from "./toolgate-reconnect.js";
 import { SessionLock, claimStorageKey } from "./toolgate-session.js";
 import { canShareConnection, tabCoordinator } from "./toolgate-tabs.js";
-import { pollEvents, readEventStream } from "./toolgate-transport.js";
+import { pollEvents, probeStream, readEventStream } from "./toolgate-transport.js";
 import { validateTool } from "./toolgate-tools.js";
 
 export { ToolError, ToolgateError, MemoryStorage, TOOL_ERROR_CODES } from "./toolgate-http.js";
@@ -39,11 +42,18 @@ const SESSION_LOCK_WAIT_MS = 1000;
 /** Errors after which the stream cannot be trusted and auto mode should poll. */
 const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
 
+/** The hold of a poll when neither the page nor the gateway said one. */
+const DEFAULT_POLL_WAIT_MS = 25000;
+/** How long after its hold a poll that got no answer is given up. */
+const POLL_GRACE_MS = 15000;
+/** A poll answered this close to the end of its hold ran the full hold. */
+const POLL_FULL_HOLD_SLACK_MS = 250;
+
 /**
  * A client of a toolgate gateway: one session, its tools, and the connection
  * that receives their calls. It is an EventTarget; `on(type, fn)` is a
  * shorthand that passes the event's detail. Events: "state", "transport",
- * "session", "call", "registered", "error".
+ * "connection", "cut", "session", "call", "registered", "error".
  *
  * Each client owns its session. By default it is kept in sessionStorage under
  * a key of its own (see `storageKey` in toolgate.d.ts): two clients in a page
@@ -84,8 +94,17 @@ export class ToolgateClient extends EventTarget {
   #resumeFromCursor = false;
   #loop = null;
   #connected = null;
-  #sseRetryDelay;
   #runner;
+  /** The heartbeat asked and the poll hold, learned per gateway (shared by the tabs). */
+  #path;
+  /** When to probe the stream while polling, and the bound on switching. */
+  #switches;
+  /** What the connection learned: see ConnectionInfo in toolgate.d.ts (state and transport aside). */
+  #info = { heartbeat_ms: null, poll_wait_ms: null, cuts: 0, last_cut: null };
+  /** The last "connection" event's detail, as JSON, so that only changes are told. */
+  #connectionSaid = "";
+  /** The last transport that was live, to count switches. */
+  #lastTransport = null;
   /** Whether the calls come over the connection the page's tabs share (toolgate-tabs.js). */
   #shared;
 
@@ -117,13 +136,14 @@ export class ToolgateClient extends EventTarget {
       clientKey: options.clientKey,
       client: { name: "toolgate-web", version: VERSION, platform: "web", ...options.client },
       metadata: options.metadata,
-      sseReadyTimeoutMs: options.sseReadyTimeoutMs ?? 5000,
+      sseReadyTimeoutMs: options.sseReadyTimeoutMs ?? 3000,
       sseRetryMs: options.sseRetryMs ?? 60000,
       sseRetryMaxMs: options.sseRetryMaxMs ?? 600000,
       stallTimeoutMs: options.stallTimeoutMs,
       pollWaitMs: options.pollWaitMs,
-      reconnectBaseMs: options.reconnectBaseMs ?? 500,
-      reconnectMaxMs: options.reconnectMaxMs ?? 30000,
+      reconnectBaseMs: options.reconnectBaseMs ?? RECONNECT_BASE_MS,
+      reconnectMaxMs: options.reconnectMaxMs ?? RECONNECT_MAX_MS,
+      pathStorage: options.pathStorage,
     };
     this.#shared = options.shareConnection !== false && transport === "auto" && canShareConnection();
     const fetchFn = options.fetch ?? globalThis.fetch;
@@ -138,7 +158,8 @@ export class ToolgateClient extends EventTarget {
       this.#storageKeyBase = `toolgate:${this.#opts.baseUrl}${name ? `:${name}` : ""}`;
       this.#claimStorageKey();
     }
-    this.#sseRetryDelay = this.#opts.sseRetryMs;
+    this.#path = new PathMemory({ baseUrl: this.#opts.baseUrl, storage: this.#opts.pathStorage });
+    this.#switches = new TransportSwitches({ probeMs: this.#opts.sseRetryMs, probeMaxMs: this.#opts.sseRetryMaxMs });
     this.#runner = new CallRunner({
       fetchFn: this.#fetch,
       baseUrl: this.#opts.baseUrl,
@@ -164,6 +185,25 @@ export class ToolgateClient extends EventTarget {
   /** "sse" or "poll" while connected, else null. */
   get transport() {
     return this.#transport;
+  }
+
+  /**
+   * What the client knows of its connection now (a fresh object each time):
+   * state, transport, whether it is the tabs' shared one, the heartbeat of
+   * the live stream, the hold of the polls, the cuts and the last one. The
+   * "connection" event carries the same whenever it changes.
+   * @returns {import("./toolgate.d.ts").ConnectionInfo}
+   */
+  get connection() {
+    return {
+      state: this.#state,
+      transport: this.#transport,
+      shared: this.#shared,
+      heartbeat_ms: this.#transport === "sse" ? this.#info.heartbeat_ms : null,
+      poll_wait_ms: this.#transport === "poll" ? this.#info.poll_wait_ms : null,
+      cuts: this.#info.cuts,
+      last_cut: this.#info.last_cut ? { ...this.#info.last_cut } : null,
+    };
   }
 
   /** The session's id once there is one (also restored from storage). */
@@ -366,15 +406,18 @@ export class ToolgateClient extends EventTarget {
   async #supervise(signal) {
     await this.#resumeStoredSession(signal);
     let mode = this.#opts.transport === "poll" ? "poll" : "sse";
-    for (let failures = 0; !signal.aborted; ) {
+    let climbing = false;
+    const policy = new ReconnectPolicy({ baseMs: this.#opts.reconnectBaseMs, maxMs: this.#opts.reconnectMaxMs });
+    while (!signal.aborted) {
       try {
         this.#setState(this.#everConnected ? "reconnecting" : "connecting");
         await this.#ensureSession(signal);
         if (this.#shared) await this.#runShared(signal);
-        else if (mode === "sse") await this.#runStream(signal);
-        else await this.#runPolling(signal);
-        failures = 0;
-        if (this.#opts.transport === "auto" && mode === "poll") mode = "sse";
+        else if (mode === "sse") await this.#runStream(signal, policy);
+        else await this.#runPolling(signal, policy);
+        // The poll returns when a probe found that the stream gets through.
+        climbing = this.#opts.transport === "auto" && mode === "poll";
+        if (climbing) mode = "sse";
       } catch (err) {
         if (signal.aborted) return;
         if (err?.code === "SHARING_UNAVAILABLE") {
@@ -389,21 +432,24 @@ export class ToolgateClient extends EventTarget {
         // A cursor the session's log cannot serve: ask for the open calls instead.
         if (this.#shared && err?.code === "BAD_REQUEST") this.#resumeFromCursor = false;
         if (this.#opts.transport === "auto" && STREAM_HELD_BACK.has(err?.code)) {
+          // A climb the probe allowed whose stream is held back after all:
+          // the next probe waits longer.
+          if (climbing && this.#transport !== "sse") this.#switches.probeFailed();
+          climbing = false;
           this.#emit("error", { error: err, during: "stream" });
           mode = "poll";
           continue;
         }
-        // A connection that was live and broke (a gateway restart, a proxy
-        // cutting an idle stream or a held poll) waits the first step of the
-        // backoff again: only failures in a row make the wait grow.
-        if (this.#transport !== null) failures = 0;
+        climbing = false;
         // A stream that was live and broke (a gateway restart, a network
         // change) is tried again first; only a held-back stream means polling.
         if (this.#opts.transport === "auto" && this.#transport === "sse") mode = "sse";
         this.#setTransport(null);
         this.#setState("reconnecting");
         this.#emit("error", { error: err, during: "connection" });
-        await sleep(err?.retryAfterMs ?? backoffDelay(failures++, this.#opts.reconnectBaseMs, this.#opts.reconnectMaxMs), signal);
+        // A connection that went live reconnects at once; attempts that
+        // never did back off (toolgate-reconnect.js).
+        await sleep(policy.delay(err), signal);
       }
     }
   }
@@ -485,7 +531,7 @@ export class ToolgateClient extends EventTarget {
   }
 
   /** Reads the SSE stream until it fails; resolves when the gateway ends it. */
-  async #runStream(signal, onReady) {
+  async #runStream(signal, policy, onReady) {
     const controller = new AbortController();
     const stop = () => controller.abort();
     signal.addEventListener("abort", stop, { once: true });
@@ -502,24 +548,31 @@ export class ToolgateClient extends EventTarget {
     arm(readyMs, "STREAM_NOT_READY", `The event stream did not deliver "ready" within ${readyMs} ms (a proxy may be buffering it)`);
     let ready = false;
     let replaced = false;
+    let readyAt = 0;
+    let lastActivity = 0;
     const stallMs = () => this.#opts.stallTimeoutMs ?? (this.#session?.heartbeatMs ?? 15000) * 2 + 5000;
     const session = this.#session;
+    const asked = this.#path.heartbeatMs;
     try {
       await readEventStream({
         fetchFn: this.#fetch,
-        url: `${this.#sessionUrl(session)}/events`,
+        url: `${this.#sessionUrl(session)}/events${asked !== null ? `?heartbeat_ms=${asked}` : ""}`,
         token: session.token,
         lastEventId: this.#resumeFromCursor ? this.#cursor : null,
         signal: controller.signal,
         onActivity: () => {
+          lastActivity = Date.now();
           if (ready) arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
         },
         onEvent: (ev) => {
           if (ev.type === "ready") {
             ready = true;
+            readyAt = Date.now();
             if (Number.isFinite(ev.heartbeat_ms)) session.heartbeatMs = ev.heartbeat_ms;
+            this.#info.heartbeat_ms = session.heartbeatMs ?? null;
             arm(stallMs(), "STREAM_STALLED", "The event stream went silent: no event or ping in time");
-            this.#sseRetryDelay = this.#opts.sseRetryMs;
+            this.#switches.streamWorked();
+            policy.live();
             this.#live("sse");
             onReady?.();
             return;
@@ -532,7 +585,14 @@ export class ToolgateClient extends EventTarget {
       if (replaced) throw streamReplaced();
       throw new ToolgateError("STREAM_ENDED", "The gateway ended the event stream");
     } catch (err) {
-      throw heldBack ?? err;
+      const failure = heldBack ?? err;
+      if (ready && !replaced && !signal.aborted) {
+        const now = Date.now();
+        const reason = failure?.code === "STREAM_STALLED" ? "stalled" : failure?.code === "STREAM_ENDED" ? "ended" : "reset";
+        this.#cut("sse", { afterMs: now - readyAt, reason });
+        this.#path.streamCut(now - lastActivity, session.heartbeatMs);
+      }
+      throw failure;
     } finally {
       clearTimeout(timer);
       signal.removeEventListener("abort", stop);
@@ -556,6 +616,7 @@ export class ToolgateClient extends EventTarget {
       pollWaitMs: this.#opts.pollWaitMs,
       reconnectBaseMs: this.#opts.reconnectBaseMs,
       reconnectMaxMs: this.#opts.reconnectMaxMs,
+      pathStorage: this.#opts.pathStorage,
     });
     await new Promise((resolve, reject) => {
       let member = null;
@@ -588,33 +649,61 @@ export class ToolgateClient extends EventTarget {
         },
         onRefused: (error) => finish(error),
         onProblem: (error, during) => this.#emit("error", { error, during }),
+        onPath: (path) => {
+          if (!signal.aborted) this.#tookPath(path);
+        },
       });
     });
   }
 
   /**
-   * Long-polls until the signal aborts or an error. In auto mode it also
-   * probes the stream after a delay (doubling after each failed probe); once a
-   * probe delivers "ready", polling stops and that stream carries on.
+   * Long-polls until the signal aborts or an error, holding each poll as
+   * long as the path lets it (PathMemory). In auto mode it also probes the
+   * stream now and then (TransportSwitches): it returns when a probe found
+   * that the stream gets through; against a gateway without the probe it
+   * opens the stream itself beside the poll, which carries on once it
+   * delivers "ready".
    */
-  async #runPolling(signal) {
+  async #runPolling(signal, policy) {
     const pollController = new AbortController();
     const stopPoll = () => pollController.abort();
     signal.addEventListener("abort", stopPoll, { once: true });
     let probe = null;
     let probeTimer = null;
+    const probeFailed = (err) => {
+      this.#switches.probeFailed();
+      this.#emit("error", { error: err, during: "stream-probe" });
+      scheduleProbe();
+    };
     const scheduleProbe = () => {
-      if (this.#opts.transport !== "auto" || signal.aborted) return;
-      probeTimer = setTimeout(() => {
-        probe = this.#runStream(signal, stopPoll);
-        probe.catch((err) => {
-          if (!pollController.signal.aborted) {
-            this.#sseRetryDelay = Math.min(this.#sseRetryDelay * 2, this.#opts.sseRetryMaxMs);
-            this.#emit("error", { error: err, during: "stream-probe" });
-            scheduleProbe();
-          }
-        });
-      }, this.#sseRetryDelay);
+      if (this.#opts.transport !== "auto" || signal.aborted || pollController.signal.aborted) return;
+      probeTimer = setTimeout(async () => {
+        const session = this.#session;
+        if (!session || !this.#switches.mayClimb()) {
+          scheduleProbe();
+          return;
+        }
+        let verdict;
+        try {
+          verdict = await probeStream({ fetchFn: this.#fetch, baseUrl: this.#opts.baseUrl, sessionId: session.sessionId, token: session.token, signal: pollController.signal, timeoutMs: this.#opts.sseReadyTimeoutMs });
+        } catch (err) {
+          if (!pollController.signal.aborted) probeFailed(err);
+          return;
+        }
+        if (pollController.signal.aborted) return;
+        if (verdict === "streams") {
+          stopPoll();
+        } else if (verdict === "unknown") {
+          probe = this.#runStream(signal, policy, stopPoll);
+          probe.catch((err) => {
+            if (!pollController.signal.aborted) probeFailed(err);
+          });
+        } else if (verdict === "busy") {
+          scheduleProbe();
+        } else {
+          probeFailed(new ToolgateError("STREAM_NOT_READY", "The stream probe came through all at once: the path still holds streams back"));
+        }
+      }, this.#switches.probeDelayMs);
     };
     scheduleProbe();
     // The first poll asks for an answer at once, so the connection counts as
@@ -623,12 +712,18 @@ export class ToolgateClient extends EventTarget {
     try {
       while (!pollController.signal.aborted) {
         const session = this.#session;
-        const waitMs = first ? 0 : (this.#opts.pollWaitMs ?? session.pollWaitMs ?? 25000);
+        const ceiling = this.#opts.pollWaitMs ?? session.pollWaitMs ?? DEFAULT_POLL_WAIT_MS;
+        const waitMs = first ? 0 : this.#path.pollHoldMs(ceiling);
         first = false;
         const held = new AbortController();
         const abortHeld = () => held.abort();
         pollController.signal.addEventListener("abort", abortHeld, { once: true });
-        const giveUp = setTimeout(abortHeld, waitMs + 15000);
+        let timedOut = false;
+        const giveUp = setTimeout(() => {
+          timedOut = true;
+          held.abort();
+        }, waitMs + POLL_GRACE_MS);
+        const startedAt = Date.now();
         let reply;
         try {
           reply = await pollEvents({
@@ -642,13 +737,23 @@ export class ToolgateClient extends EventTarget {
           });
         } catch (err) {
           if (pollController.signal.aborted) break;
-          if (held.signal.aborted) throw new ToolgateError("NETWORK", `The poll got no answer within ${waitMs + 15000} ms`);
-          throw err;
+          const failure = timedOut ? new ToolgateError("NETWORK", `The poll got no answer within ${waitMs + POLL_GRACE_MS} ms`) : err;
+          const reason = pollCutReason(failure, waitMs, Date.now() - startedAt, timedOut);
+          if (reason === null || this.#transport !== "poll") throw failure;
+          // A held poll the path cut (a proxy's 502/504, a reset, a timeout):
+          // the hold halves for the origin, and the poll is asked again.
+          this.#path.pollCut(waitMs);
+          this.#cut("poll", { afterMs: Date.now() - startedAt, reason });
+          await sleep(policy.delay(failure), pollController.signal);
+          continue;
         } finally {
           clearTimeout(giveUp);
           pollController.signal.removeEventListener("abort", abortHeld);
         }
         if (pollController.signal.aborted) break; // the stream took over; it replays these events too
+        if (waitMs > 0 && Date.now() - startedAt >= waitMs - POLL_FULL_HOLD_SLACK_MS) this.#path.pollClean(ceiling);
+        policy.live();
+        this.#info.poll_wait_ms = this.#path.pollHoldMs(ceiling);
         this.#live("poll");
         for (const ev of reply.events) this.#handleEvent(ev);
         this.#pollCursor = reply.cursor;
@@ -661,8 +766,38 @@ export class ToolgateClient extends EventTarget {
       clearTimeout(probeTimer);
       signal.removeEventListener("abort", stopPoll);
     }
-    // Polling stopped: either the client closes, or a probe stream is live.
+    // Polling stopped: the client closes, a probe stream is live, or a probe
+    // found that the stream gets through (the supervisor opens it).
     if (probe && !signal.aborted) await probe;
+  }
+
+  /** A live connection ended without the gateway saying so: counted and kept as the last cut. */
+  #cut(transport, { afterMs, reason }) {
+    this.#info.cuts++;
+    this.#info.last_cut = { at: new Date().toISOString(), after_ms: Math.round(afterMs), reason, transport };
+    this.#emit("cut", { ...this.#info.last_cut });
+    this.#emitConnection();
+  }
+
+  /** Takes what the shared connection's leader learned of its path (see toolgate-tabs.js). */
+  #tookPath(path) {
+    const before = this.#info.last_cut;
+    this.#info = {
+      heartbeat_ms: Number.isFinite(path?.heartbeat_ms) ? path.heartbeat_ms : null,
+      poll_wait_ms: Number.isFinite(path?.poll_wait_ms) ? path.poll_wait_ms : null,
+      cuts: Number.isInteger(path?.cuts) ? path.cuts : this.#info.cuts,
+      last_cut: path?.last_cut && typeof path.last_cut === "object" ? { ...path.last_cut } : null,
+    };
+    if (this.#info.last_cut && this.#info.last_cut.at !== before?.at) this.#emit("cut", { ...this.#info.last_cut });
+    this.#emitConnection();
+  }
+
+  #emitConnection() {
+    const now = this.connection;
+    const said = JSON.stringify(now);
+    if (said === this.#connectionSaid) return;
+    this.#connectionSaid = said;
+    this.#emit("connection", now);
   }
 
   #live(transport) {
@@ -738,12 +873,16 @@ export class ToolgateClient extends EventTarget {
     const previous = this.#state;
     this.#state = state;
     this.#emit("state", { state, previous });
+    this.#emitConnection();
   }
 
   #setTransport(transport) {
     if (this.#transport === transport) return;
+    if (transport !== null && this.#lastTransport !== null && this.#lastTransport !== transport) this.#switches.switched();
+    if (transport !== null) this.#lastTransport = transport;
     this.#transport = transport;
     this.#emit("transport", { transport });
+    this.#emitConnection();
   }
 
   #emit(type, detail) {

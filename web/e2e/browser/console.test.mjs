@@ -37,7 +37,7 @@ test("the console lists tools, calls one from the form after checking its argume
   assert.equal(new URL(page.url()).hash, "", "the key is taken out of the address bar");
   const row = page.locator(`[data-testid="tools-table"] tr[data-tool="page_info"][data-session-id="${sessionId}"]`);
   assert.match(await row.textContent(), /this page/);
-  assert.match(await row.textContent(), /online/);
+  assert.equal(await row.locator('[data-role="presence"]').textContent(), "connected");
 
   // Arguments are checked against the schema before anything is sent.
   await page.locator(`[data-testid="tools-table"] tr[data-tool="ask_user"][data-session-id="${sessionId}"] button`).click();
@@ -123,4 +123,32 @@ test("the page is usable on a phone-sized screen", async () => {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px`);
   await keepScreenshot(page, "page-phone");
+});
+
+// Last in the file: it stops the gateway.
+test("a closed tab's tools are away, never connected; a gateway that cannot be reached is said plainly", async () => {
+  const sessionId = await openConsole();
+  // A second tab of the same browser, with a session of its own, then closed.
+  const other = await page.context().newPage();
+  await other.goto(`${gw.url}/`);
+  await other.waitForSelector(`[data-testid="conn-state"][data-state="connected"]`, { timeout: 15000 });
+  const otherId = await other.evaluate(() => globalThis.toolgateClient.sessionId);
+  const otherRow = page.locator(`[data-testid="tools-table"] tr[data-tool="page_info"][data-session-id="${otherId}"]`);
+  await otherRow.locator('[data-role="presence"]', { hasText: "connected" }).waitFor({ timeout: 10000 });
+  await other.close();
+  // Within its grace the session is callable (calls wait for it): "away", never "connected".
+  await otherRow.locator('[data-role="presence"]', { hasText: "away" }).waitFor({ timeout: 15000 });
+  const mine = page.locator(`[data-testid="tools-table"] tr[data-tool="page_info"][data-session-id="${sessionId}"]`);
+  assert.equal(await mine.locator('[data-role="presence"]').textContent(), "connected");
+  assert.equal(await page.locator('[data-testid="gateway-down"]').isHidden(), true);
+
+  consoleWatch.allow(/ERR_CONNECTION_REFUSED|Failed to fetch|net::ERR_/);
+  await gw.stop();
+  const banner = page.locator('[data-testid="gateway-down"]');
+  await banner.waitFor({ state: "visible", timeout: 15000 });
+  assert.match(await banner.textContent(), /The gateway cannot be reached since/);
+  assert.match(await page.locator('[data-testid="console-refresh"]').textContent(), /gateway unreachable since/);
+  const chips = await page.locator('[data-testid="tools-table"] [data-role="presence"]').allTextContents();
+  assert.ok(chips.length > 0 && chips.every((c) => c === "unknown"), `no tool is shown connected: ${chips}`);
+  await keepScreenshot(page, "console-gateway-down");
 });

@@ -12,7 +12,7 @@ const staticDir = new URL("../../static/", import.meta.url);
 const declarations = await readFile(new URL("toolgate.d.ts", staticDir), "utf8");
 const usage = await readFile(new URL("../types/usage.ts", import.meta.url), "utf8");
 const sources = await Promise.all(
-  ["toolgate.js", "toolgate-calls.js", "toolgate-http.js", "toolgate-lane.js", "toolgate-multi.js", "toolgate-tabs.js", "toolgate-tools.js", "toolgate-transport.js"].map((f) =>
+  ["toolgate.js", "toolgate-calls.js", "toolgate-http.js", "toolgate-lane.js", "toolgate-multi.js", "toolgate-path.js", "toolgate-reconnect.js", "toolgate-tabs.js", "toolgate-tools.js", "toolgate-transport.js"].map((f) =>
     readFile(new URL(f, staticDir), "utf8"),
   ),
 );
@@ -50,6 +50,16 @@ test("the call event's phases are the ones the SDK emits", () => {
   const emitted = [...inSources(/phase: "([^"]+)"/g), ...inSources(/#settle\(answer, "([^"]+)"/g)].sort();
   const declared = [...new Set([...declarations.matchAll(/phase: ([^;]*);/g)].flatMap((m) => [...m[1].matchAll(/"([^"]*)"/g)].map((q) => q[1])))].sort();
   assert.deepEqual(declared, emitted);
+});
+
+test("the cut reasons are the ones the SDK gives", async () => {
+  const { pollCutReason } = await import("../../static/toolgate-lane.js");
+  const { ToolgateError } = sdk;
+  const stream = inSources(/"STREAM_[A-Z]+" \? "([a-z]+)"/g);
+  const streamDefault = inSources(/"STREAM_ENDED" \? "ended" : "([a-z]+)"/g);
+  const poll = [502, 503, 504, 0].map((status) => pollCutReason(new ToolgateError("X", "x", { status }), 10000, 5000, false));
+  poll.push(pollCutReason(new ToolgateError("X", "x"), 10000, 5000, true));
+  assert.deepEqual(declaredUnion("CutReason"), [...new Set([...stream, ...streamDefault, ...poll])].sort());
 });
 
 test("the tool error codes and approval requirements are the SDK's", () => {

@@ -18,7 +18,10 @@ import type {
   AnswerAck,
   CallEventDetail,
   CallInfo,
+  ConnectionCut,
+  ConnectionInfo,
   ConnectionState,
+  CutReason,
   ErrorDuring,
   ErrorEventDetail,
   JSONSchema,
@@ -34,6 +37,23 @@ import type {
   Transport,
   WireTool,
 } from "../../static/toolgate.js";
+
+/** Every cut reason, in words (fails to compile when one is missing). */
+function describeCut(reason: CutReason): string {
+  switch (reason) {
+    case "ended":
+    case "reset":
+    case "stalled":
+    case "timeout":
+      return reason;
+    case "http_502":
+    case "http_503":
+    case "http_504":
+      return `a proxy answered ${reason.slice(5)}`;
+    default:
+      return exhaustive(reason);
+  }
+}
 
 /** Fails to compile when a switch over a union misses a member. */
 function exhaustive(value: never): never {
@@ -260,6 +280,12 @@ export async function lifecycle(client: ToolgateClient): Promise<string[]> {
   const state: ConnectionState = client.state;
   const transport: Transport | null = client.transport;
   const shared: boolean = client.sharesConnection;
+  const info: ConnectionInfo = client.connection;
+  const cut: ConnectionCut | null = info.last_cut;
+  lines.push(info.state, info.transport ?? "-", String(info.shared), String(info.heartbeat_ms ?? "-"), String(info.poll_wait_ms ?? "-"), String(info.cuts));
+  if (cut) lines.push(cut.at, String(cut.after_ms), describeCut(cut.reason), cut.transport);
+  // @ts-expect-error the connection is read-only
+  client.connection = info;
   const sessionId: string | null = client.sessionId;
   const cursor: number | null = client.cursor;
   const baseUrl: string = client.baseUrl;
@@ -288,6 +314,8 @@ export function events(client: ToolgateClient): Array<() => void> {
       log(count - registered);
     }),
     client.on("call", (detail) => log(describeCall(detail))),
+    client.on("connection", ({ state, transport, heartbeat_ms, poll_wait_ms, last_cut }) => log(state, transport, heartbeat_ms, poll_wait_ms, last_cut?.reason)),
+    client.on("cut", ({ at, after_ms, reason, transport }) => log(at, after_ms, reason === "http_504" ? "a proxy's 504" : reason, transport)),
     client.on("error", (detail) => log(describeError(detail))),
   ];
   const onState = (event: CustomEvent<ToolgateEventMap["state"]>) => log(event.detail.state);
