@@ -177,18 +177,13 @@ async function connected(tab) {
   tab.sessionId = await tab.page.evaluate(() => globalThis.toolgateClient.sessionId);
 }
 
-/** What a tab says of its connection now: the transport the page shows, and the SDK's own state when it has one. */
+/** What a tab says of its connection now: the transport the page shows, and the SDK's client.connection where it has one. */
 function tabState(tab) {
   return tab.page
     .evaluate(() => {
       const c = globalThis.toolgateClient;
-      let state = null;
-      try {
-        state = c.state === undefined ? null : JSON.parse(JSON.stringify(c.state));
-      } catch {
-        state = String(c.state);
-      }
-      return { transport: document.querySelector('[data-testid="transport"]')?.dataset.transport ?? null, state };
+      const info = c.connection === undefined ? null : JSON.parse(JSON.stringify(c.connection));
+      return { transport: document.querySelector('[data-testid="transport"]')?.dataset.transport ?? null, connection: info };
     })
     .catch((err) => ({ error: err.message }));
 }
@@ -270,19 +265,17 @@ function proxyTraffic(finished, go) {
   };
 }
 
-/** Sums what the gateway says of each session's connection (GET /v1/sessions/{sid}: connection.cuts), when it says it. */
-async function gatewayCuts(gw, sessionIds) {
-  let cuts = 0;
-  let known = false;
-  const sessions = [];
-  for (const sid of sessionIds) {
-    const { status, body } = await gw.api(`/v1/sessions/${sid}`).catch(() => ({ status: 0 }));
-    if (status !== 200 || !body?.connection) continue;
-    known = true;
-    cuts += body.connection.cuts ?? 0;
-    sessions.push({ session: sid, ...body.connection });
+/**
+ * What the gateway says of each session's connection (GET /v1/sessions/{sid}:
+ * `connection`), when it says it: its transport, heartbeat and cuts.
+ */
+async function gatewayConnections(gw, targets) {
+  const seen = {};
+  for (const t of targets) {
+    const { status, body } = await gw.api(`/v1/sessions/${t.sessionId}`).catch(() => ({ status: 0 }));
+    if (status === 200 && body?.connection) seen[t.label] = body.connection;
   }
-  return known ? { cuts, sessions } : null;
+  return Object.keys(seen).length ? seen : null;
 }
 
 async function soak(spec) {
@@ -354,8 +347,13 @@ async function soak(spec) {
     // What was learned; then the clients leave, so that the proxy logs
     // their last connections too, and what it saw is read.
     result.transports_at_end = (await Promise.all(tabs.map(tabState))).map((s) => s.transport);
-    result.tab_state_at_end = (await tabState(tabs[0])).state;
-    result.gateway_connection = await gatewayCuts(gw, targets.map((t) => t.sessionId));
+    result.connection_at_end = (await tabState(tabs[0])).connection;
+    result.gateway_connection = await gatewayConnections(gw, targets);
+    if (result.gateway_connection) {
+      // The tabs' sessions share one connection: each counts its cuts.
+      const tabCuts = Object.entries(result.gateway_connection).filter(([label]) => label !== "go").map(([, c]) => c.cuts ?? 0);
+      result.cuts_seen_by_gateway = { tabs: Math.max(0, ...tabCuts), go: result.gateway_connection.go?.cuts ?? null };
+    }
     result.console_errors = tabs.reduce((n, t) => n + t.watch.problems.length, 0);
     result.console_error_sample = [...new Set(tabs.flatMap((t) => t.watch.problems))].slice(0, 5);
     const uncaught = tabs.flatMap((t) => t.watch.problems.filter((p) => p.startsWith("uncaught")));
@@ -454,8 +452,23 @@ after(() => {
   const path = join(artifactsDir, "proxy-matrix.json");
   writeFileSync(path, JSON.stringify({ seed, soak_s: soakMs / 1000, at: new Date().toISOString(), proxies: results }, null, 2));
   const rows = Object.values(results).map((r) =>
-    [r.proxy, r.calls, r.answered, r.p50_ms, r.p99_ms, r.max_ms, r.cuts_logged_by_proxy, r.browser_connections?.max_gap_ms, [...new Set(r.transports_at_end ?? [])].join("/"), r.restart ? `${r.restart.back_ms} ms` : "", r.error ? "FAILED" : "ok"].join(" | "),
+    [
+      r.proxy,
+      r.calls,
+      r.answered,
+      r.p50_ms,
+      r.p99_ms,
+      r.max_ms,
+      r.go_max_ms,
+      r.cuts_logged_by_proxy,
+      r.browser_connections?.max_gap_ms,
+      r.connection_at_end?.heartbeat_ms ?? "",
+      [...new Set(r.transports_at_end ?? [])].join("/"),
+      r.restart ? r.restart.back_ms : "",
+      r.error ? "FAILED" : "ok",
+    ].join(" | "),
   );
-  console.log(["proxy | calls | answered | p50 ms | p99 ms | max ms | cuts | tabs' longest gap ms | transport | back after kill -9 | result", ...rows].join("\n"));
+  const head = "proxy | calls | answered | p50 ms | p99 ms | max ms | Go max ms | cuts | tabs' longest gap ms | tabs' heartbeat ms | transport | back after kill -9 ms | result";
+  console.log([head, ...rows].join("\n"));
   console.log(`written to ${path}`);
 });

@@ -58,6 +58,8 @@ func (e echo) Handle(callID, toolName, argsJSON string) (string, error) {
 func main() {
 	gateway := flag.String("gateway", "", "the gateway's URL (or a reverse proxy's)")
 	proxy := flag.String("proxy", "", "a forward proxy's URL, for every request to the gateway")
+	transport := flag.String("transport", "", "auto, sse or poll (SetTransport); empty keeps the SDK's default")
+	readyTimeout := flag.Int64("ready-timeout-ms", 0, "the stream's ready timeout (SetReadyTimeoutMS); 0 keeps the SDK's default")
 	flag.Parse()
 	if *gateway == "" {
 		fmt.Fprintln(os.Stderr, "goclient: -gateway is required")
@@ -79,6 +81,15 @@ func main() {
 	client.SetClientInfo("proxy-matrix", "1", "desktop")
 	client.SetListener(o)
 	client.SetLogger(o)
+	if *transport != "" {
+		if err := client.SetTransport(*transport); err != nil {
+			fmt.Fprintln(os.Stderr, "goclient:", err)
+			os.Exit(2)
+		}
+	}
+	if *readyTimeout > 0 {
+		client.SetReadyTimeoutMS(*readyTimeout)
+	}
 	if err := client.RegisterTool("go_echo", "Answers at once with the time it ran", `{"type":"object","properties":{}}`); err != nil {
 		fmt.Fprintln(os.Stderr, "goclient:", err)
 		os.Exit(1)
