@@ -27,25 +27,26 @@ const maxProbes = 1024
 type probeHandler struct {
 	writeTimeout time.Duration
 	gap          time.Duration
+	limit        int // probes at once in the gateway
 
 	mu     sync.Mutex
 	active map[string]struct{} // the sessions probing now
 }
 
 func newProbeHandler(writeTimeout time.Duration) *probeHandler {
-	return &probeHandler{writeTimeout: writeTimeout, gap: probeGap, active: map[string]struct{}{}}
+	return &probeHandler{writeTimeout: writeTimeout, gap: probeGap, limit: maxProbes, active: map[string]struct{}{}}
 }
 
 // begin takes session sid's one probe place; it refuses a second probe of
-// the session (409) and one past maxProbes (429, retry in a second).
+// the session (409) and one past the limit (429, retry in a second).
 func (h *probeHandler) begin(sid string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, busy := h.active[sid]; busy {
 		return toolgate.Errorf(toolgate.EConflict, "session %s is probing already; one probe at a time", sid)
 	}
-	if len(h.active) >= maxProbes {
-		err := toolgate.Errorf(toolgate.ERateLimited, "the gateway runs its limit of %d probes; try again", maxProbes)
+	if len(h.active) >= h.limit {
+		err := toolgate.Errorf(toolgate.ERateLimited, "the gateway runs its limit of %d probes; try again", h.limit)
 		err.RetryAfterSeconds = 1
 		return err
 	}

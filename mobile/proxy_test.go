@@ -244,3 +244,67 @@ func TestBehindIdleCuttingProxy(t *testing.T) {
 		}
 	})
 }
+
+// TestBehindIdleCuttingProxyTheClientAdapts leaves a client idle behind
+// nginx cutting silent connections at 3 s, for several times the cut:
+//   - on the stream, with a gateway heartbeat of 10 s, nginx cuts it twice;
+//     the client then asks a heartbeat of about 1.2 s (0.4 × 3 s) and nginx cuts
+//     no more;
+//   - on long-polls held 10 s, nginx answers two of them 504; the client
+//     halves its hold each time (10 s, 5 s, 2.5 s) and the 504s stop.
+func TestBehindIdleCuttingProxyTheClientAdapts(t *testing.T) {
+	idleFor := 6 * idleCut
+	t.Run("stream", func(t *testing.T) {
+		g := gatewaytest.Start(t, "--heartbeat", "10s")
+		p := startIdleCuttingProxy(t, strings.TrimPrefix(g.URL, "http://"))
+		client, _ := adaptingClient(t, p, mobile.TransportSSE, 0)
+		time.Sleep(idleFor)
+		if cut := count(p.finished(t), "", "/events"); cut < 2 || cut > 3 {
+			t.Errorf("nginx ended %d stream request(s) in %s idle; want the two that teach the heartbeat: %q", cut, idleFor, p.finished(t))
+		}
+		if c := connectionOf(t, g, client.SessionID()); c.HeartbeatMS == nil || *c.HeartbeatMS < 1000 || *c.HeartbeatMS > 1300 {
+			t.Errorf("the gateway's record of the stream: %+v, want a heartbeat of about 1200 ms", c)
+		}
+		if call := callTool(t, g, client.SessionID(), "echo", `{}`); call.Status != toolgate.StatusCompleted {
+			t.Fatalf("call: %+v", call)
+		}
+	})
+	t.Run("poll", func(t *testing.T) {
+		g := gatewaytest.Start(t)
+		p := startIdleCuttingProxy(t, strings.TrimPrefix(g.URL, "http://"))
+		client, _ := adaptingClient(t, p, mobile.TransportPoll, 10000)
+		time.Sleep(idleFor)
+		if cut := count(p.finished(t), "504", "/poll"); cut < 2 || cut > 3 {
+			t.Errorf("nginx answered %d poll(s) 504 in %s idle; want the two that halve the hold below the cut: %q", cut, idleFor, p.finished(t))
+		}
+		if call := callTool(t, g, client.SessionID(), "echo", `{}`); call.Status != toolgate.StatusCompleted {
+			t.Fatalf("call: %+v", call)
+		}
+	})
+}
+
+// adaptingClient connects an echo client through p with the transport
+// (and a poll wait, when not 0).
+func adaptingClient(t *testing.T, p *idleProxy, transport string, pollWaitMS int64) (*mobile.Client, *stateRecorder) {
+	t.Helper()
+	client := mobile.NewClient(p.URL)
+	client.SetLogger(testLogger{t})
+	if err := client.SetTransport(transport); err != nil {
+		t.Fatal(err)
+	}
+	if pollWaitMS > 0 {
+		client.SetPollWaitMS(pollWaitMS)
+	}
+	states := newStateRecorder()
+	client.SetListener(states)
+	t.Cleanup(client.Close)
+	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
+	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	states.waitFor(t, "connected "+transport, 10*time.Second)
+	return client, states
+}

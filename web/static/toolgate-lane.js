@@ -9,7 +9,7 @@
 import { ToolgateError, backoffDelay, requestJSON, sleep } from "./toolgate-http.js";
 import { PathMemory } from "./toolgate-path.js";
 import { ReconnectPolicy, TransportSwitches } from "./toolgate-reconnect.js";
-import { decodePollEvent, probeStream, readEventStream } from "./toolgate-transport.js";
+import { decodePollEvent, probeStream, probeWhilePolling, readEventStream } from "./toolgate-transport.js";
 
 /** Errors after which the stream cannot be trusted and the connection polls. */
 const STREAM_HELD_BACK = new Set(["STREAM_NOT_READY", "STREAM_STALLED"]);
@@ -373,43 +373,18 @@ export class SessionLane {
     signal.addEventListener("abort", stopPoll, { once: true });
     const conn = { stop: stopPoll };
     let probe = null;
-    let probeTimer = null;
-    const probeFailed = (err) => {
-      this.#switches.probeFailed();
-      this.#opts.problem(err, "stream-probe");
-      scheduleProbe();
-    };
-    const scheduleProbe = () => {
-      if (signal.aborted || pollController.signal.aborted) return;
-      probeTimer = setTimeout(async () => {
+    const stopProbing = probeWhilePolling({
+      switches: this.#switches,
+      signal: pollController.signal,
+      probe: () => {
         const carried = this.#awake()[0];
-        if (!carried || !this.#switches.mayClimb()) {
-          scheduleProbe();
-          return;
-        }
-        let verdict;
-        try {
-          verdict = await probeStream({ fetchFn: this.#opts.fetchFn, baseUrl: this.#opts.baseUrl, sessionId: carried.sessionId, token: carried.token, signal: pollController.signal, timeoutMs: this.#opts.sseReadyTimeoutMs });
-        } catch (err) {
-          if (!pollController.signal.aborted) probeFailed(err);
-          return;
-        }
-        if (pollController.signal.aborted) return;
-        if (verdict === "streams") {
-          stopPoll();
-        } else if (verdict === "unknown") {
-          probe = this.#runStream(signal, policy, stopPoll);
-          probe.catch((err) => {
-            if (!pollController.signal.aborted) probeFailed(err);
-          });
-        } else if (verdict === "busy") {
-          scheduleProbe();
-        } else {
-          probeFailed(new ToolgateError("STREAM_NOT_READY", "The stream probe came through all at once: the path still holds streams back"));
-        }
-      }, this.#switches.probeDelayMs);
-    };
-    scheduleProbe();
+        if (!carried) return Promise.resolve(null);
+        return probeStream({ fetchFn: this.#opts.fetchFn, baseUrl: this.#opts.baseUrl, sessionId: carried.sessionId, token: carried.token, signal: pollController.signal, timeoutMs: this.#opts.sseReadyTimeoutMs });
+      },
+      climb: stopPoll,
+      tryStream: () => (probe = this.#runStream(signal, policy, stopPoll)),
+      failed: (err) => this.#opts.problem(err, "stream-probe"),
+    });
     // A first poll (and one after each change of the sessions) answers at
     // once, so that the sessions count as live without waiting a whole period.
     let first = true;
@@ -474,7 +449,7 @@ export class SessionLane {
         this.#pollReply(conn, reply);
       }
     } finally {
-      clearTimeout(probeTimer);
+      stopProbing();
       signal.removeEventListener("abort", stopPoll);
       if (this.#conn === conn) this.#setTransport(null, null);
     }

@@ -2,7 +2,7 @@
 // gateway in localStorage so that every tab of the origin (and the next
 // page) shares it: the heartbeat to ask for when a proxy cuts idle streams,
 // and the hold of a long-poll when a proxy answers held polls 502/504 or
-// cuts them. docs/PROTOCOL.md ("Keep-alive and poll hold") has the rules:
+// cuts them. docs/PROTOCOL.md ("Keep-alive and reconnection (clients)") has the rules:
 //   - two live streams in a row cut after similar idle times (within 25 %),
 //     each shorter than the heartbeat in use (its ping would have come too
 //     late), make the client ask for heartbeat_ms = max(1000, 0.4 * the

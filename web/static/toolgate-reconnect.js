@@ -1,8 +1,8 @@
 // When a client of the browser SDK connects again, and over which transport:
 // one reconnect policy for every connection it holds (a client's own stream
 // or poll, the shared lanes of toolgate-lane.js), and the bound on switching
-// between the stream and the poll. The rules are the "Reconnecting" part of
-// docs/PROTOCOL.md:
+// between the stream and the poll. The rules are in docs/PROTOCOL.md, "Keep-alive
+// and reconnection (clients)":
 //   - a connection that went live (a stream's `ready`, a poll's reply) and
 //     then broke is tried again at once, with 0-250 ms of jitter;
 //   - attempts that never went live back off, 250 ms * 2^(n-1) capped at

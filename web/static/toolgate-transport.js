@@ -238,7 +238,8 @@ export async function probeStream({ fetchFn, baseUrl, sessionId, token, signal, 
       signal: controller.signal,
       onActivity: () => {},
       onEvent: (ev) => {
-        if (ev.type === "ready" && firstAt === null) firstAt = now();
+        // Both steps' data say {"type": "probe", "step": n}; the first comes as `event: ready`.
+        if (ev.step === 1 && firstAt === null) firstAt = now();
       },
     });
     return firstAt !== null && now() - firstAt >= PROBE_GAP_MS ? "streams" : "buffered";
@@ -251,4 +252,47 @@ export async function probeStream({ fetchFn, baseUrl, sessionId, token, signal, 
     clearTimeout(timer);
     signal?.removeEventListener("abort", stop);
   }
+}
+
+/**
+ * While a connection polls, probes the stream now and then: after
+ * `switches.probeDelayMs`, when `switches.mayClimb()`, it asks `probe()`
+ * (probeStream for a session the connection carries, or null when it
+ * carries none now) and then calls `climb()` when the path streams,
+ * `tryStream()` (opening the stream beside the poll, a promise that rejects
+ * when it fails) against a gateway without the probe, or `failed(error)`
+ * when the path still holds streams back, and probes again later. It stops
+ * when `signal` aborts, or when the returned function is called.
+ * @param {{switches: import("./toolgate-reconnect.js").TransportSwitches, signal: AbortSignal,
+ *          probe: () => Promise<string|null>, climb: () => void, tryStream: () => Promise<void>,
+ *          failed: (error: Error) => void}} opts
+ * @returns {() => void}
+ */
+export function probeWhilePolling({ switches, signal, probe, climb, tryStream, failed }) {
+  let timer = null;
+  const schedule = () => {
+    if (!signal.aborted) timer = setTimeout(run, switches.probeDelayMs);
+  };
+  const fail = (error) => {
+    if (signal.aborted) return;
+    switches.probeFailed();
+    failed(error);
+    schedule();
+  };
+  async function run() {
+    if (!switches.mayClimb()) return schedule();
+    let verdict;
+    try {
+      verdict = await probe();
+    } catch (error) {
+      return fail(error);
+    }
+    if (signal.aborted) return;
+    if (verdict === "streams") return climb();
+    if (verdict === "unknown") return tryStream().catch(fail);
+    if (verdict === null || verdict === "busy") return schedule();
+    fail(new ToolgateError("STREAM_NOT_READY", "The stream probe came through all at once: the path still holds streams back"));
+  }
+  schedule();
+  return () => clearTimeout(timer);
 }

@@ -20,7 +20,7 @@ import { PathMemory } from "./toolgate-path.js";
 import { RECONNECT_BASE_MS, RECONNECT_MAX_MS, ReconnectPolicy, TransportSwitches } from "./toolgate-reconnect.js";
 import { SessionLock, claimStorageKey } from "./toolgate-session.js";
 import { canShareConnection, tabCoordinator } from "./toolgate-tabs.js";
-import { pollEvents, probeStream, readEventStream } from "./toolgate-transport.js";
+import { pollEvents, probeStream, probeWhilePolling, readEventStream } from "./toolgate-transport.js";
 import { validateTool } from "./toolgate-tools.js";
 
 export { ToolError, ToolgateError, MemoryStorage, TOOL_ERROR_CODES } from "./toolgate-http.js";
@@ -105,6 +105,8 @@ export class ToolgateClient extends EventTarget {
   #connectionSaid = "";
   /** The last transport that was live, to count switches. */
   #lastTransport = null;
+  /** Whether the shared connection's path was heard since connect(). */
+  #pathHeard = false;
   /** Whether the calls come over the connection the page's tabs share (toolgate-tabs.js). */
   #shared;
 
@@ -281,6 +283,7 @@ export class ToolgateClient extends EventTarget {
     const controller = new AbortController();
     this.#loop = controller;
     this.#claimStorageKey();
+    this.#pathHeard = false;
     this.#watchPage(true);
     this.#runner.resume();
     // A fresh connect asks for the session's open calls instead of replaying
@@ -669,43 +672,21 @@ export class ToolgateClient extends EventTarget {
     const stopPoll = () => pollController.abort();
     signal.addEventListener("abort", stopPoll, { once: true });
     let probe = null;
-    let probeTimer = null;
-    const probeFailed = (err) => {
-      this.#switches.probeFailed();
-      this.#emit("error", { error: err, during: "stream-probe" });
-      scheduleProbe();
-    };
-    const scheduleProbe = () => {
-      if (this.#opts.transport !== "auto" || signal.aborted || pollController.signal.aborted) return;
-      probeTimer = setTimeout(async () => {
-        const session = this.#session;
-        if (!session || !this.#switches.mayClimb()) {
-          scheduleProbe();
-          return;
-        }
-        let verdict;
-        try {
-          verdict = await probeStream({ fetchFn: this.#fetch, baseUrl: this.#opts.baseUrl, sessionId: session.sessionId, token: session.token, signal: pollController.signal, timeoutMs: this.#opts.sseReadyTimeoutMs });
-        } catch (err) {
-          if (!pollController.signal.aborted) probeFailed(err);
-          return;
-        }
-        if (pollController.signal.aborted) return;
-        if (verdict === "streams") {
-          stopPoll();
-        } else if (verdict === "unknown") {
-          probe = this.#runStream(signal, policy, stopPoll);
-          probe.catch((err) => {
-            if (!pollController.signal.aborted) probeFailed(err);
-          });
-        } else if (verdict === "busy") {
-          scheduleProbe();
-        } else {
-          probeFailed(new ToolgateError("STREAM_NOT_READY", "The stream probe came through all at once: the path still holds streams back"));
-        }
-      }, this.#switches.probeDelayMs);
-    };
-    scheduleProbe();
+    const stopProbing =
+      this.#opts.transport === "auto"
+        ? probeWhilePolling({
+            switches: this.#switches,
+            signal: pollController.signal,
+            probe: () => {
+              const session = this.#session;
+              if (!session) return Promise.resolve(null);
+              return probeStream({ fetchFn: this.#fetch, baseUrl: this.#opts.baseUrl, sessionId: session.sessionId, token: session.token, signal: pollController.signal, timeoutMs: this.#opts.sseReadyTimeoutMs });
+            },
+            climb: stopPoll,
+            tryStream: () => (probe = this.#runStream(signal, policy, stopPoll)),
+            failed: (error) => this.#emit("error", { error, during: "stream-probe" }),
+          })
+        : () => {};
     // The first poll asks for an answer at once, so the connection counts as
     // live (and connect() resolves) without waiting a whole poll period.
     let first = true;
@@ -763,7 +744,7 @@ export class ToolgateClient extends EventTarget {
         if (reply.events.some((ev) => ev.type === "stream_replaced")) throw streamReplaced();
       }
     } finally {
-      clearTimeout(probeTimer);
+      stopProbing();
       signal.removeEventListener("abort", stopPoll);
     }
     // Polling stopped: the client closes, a probe stream is live, or a probe
@@ -781,7 +762,9 @@ export class ToolgateClient extends EventTarget {
 
   /** Takes what the shared connection's leader learned of its path (see toolgate-tabs.js). */
   #tookPath(path) {
-    const before = this.#info.last_cut;
+    // A cut from before this client heard the leader is told in `connection`, not as a "cut" event.
+    const before = this.#pathHeard ? this.#info.last_cut : path?.last_cut;
+    this.#pathHeard = true;
     this.#info = {
       heartbeat_ms: Number.isFinite(path?.heartbeat_ms) ? path.heartbeat_ms : null,
       poll_wait_ms: Number.isFinite(path?.poll_wait_ms) ? path.poll_wait_ms : null,

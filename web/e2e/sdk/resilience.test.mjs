@@ -210,6 +210,10 @@ test("auto goes back to SSE once a stream gets through again", async () => {
   assert.equal(client.transport, "poll");
   await nextEvent(client, "transport", (d) => d.transport === "sse", 10000);
   assert.deepEqual(transports.map(([, d]) => d.transport), ["poll", "sse"]);
+  // The gateway's probe said the path streams again; then the stream opened.
+  const probe = net.requests.findIndex((r) => /\/probe$/.test(r.url));
+  assert.ok(probe !== -1, "the stream was probed");
+  assert.ok(net.requests.slice(probe + 1).some((r) => /\/events$/.test(r.url)), "the stream opened after the probe");
   const record = await gw.call(client.sessionId, "switch_back", {}, { timeout_ms: 10000 });
   assert.equal(record.status, "completed");
   assert.equal(tool.runs, 1);
