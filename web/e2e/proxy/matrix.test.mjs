@@ -395,6 +395,7 @@ async function soak(spec) {
     assert.ok(result.browser_connections.connections > 0, `the browser's connections went through the proxy:\n${proxy.log().slice(-2000)}`);
     assert.ok(result.go_connections.connections > 0, `the Go client's connections went through the proxy:\n${proxy.log().slice(-2000)}`);
     // Every call answered, none lost to the restart, within the bounds.
+    assert.ok(calls.length >= soakMs / 10000, `the soak made calls (${calls.length})`);
     assert.deepEqual(calls.filter((c) => c.status !== "completed"), [], "every call was answered");
     if (restart) {
       assert.deepEqual(restart.in_flight.filter((c) => c.status !== "completed"), [], "no call made just before the kill was lost");
