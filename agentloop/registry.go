@@ -192,18 +192,26 @@ func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, erro
 }
 
 // Resolve returns the tool a name stands for in a run of the session: the
-// built-in tool of that name, else the session's remote tool, executed
-// through the engine either way. It does not check that the session has
-// the tool: the engine judges the call (unknown tool, offline session) and
-// its answer reaches the model like any other.
+// built-in tool of that name, a tool set's, else the session's remote
+// tool, executed through the engine either way. It does not check that
+// the session (or the set) has the tool: the engine judges the call
+// (unknown tool, offline session, a set not listed yet) and its answer
+// reaches the model like any other. A name under a set's prefix is the
+// set's, listed or not.
 func (r *Registry) Resolve(name, sessionID string) Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if b, ok := r.builtins[name]; ok {
 		return builtinThroughGateway(b, r.dispatcher)
 	}
-	if t, ts, ok := r.setToolLocked(name); ok {
+	t, ts, ok := r.setToolLocked(name)
+	if ok {
 		return setToolThroughGateway(t, ts.Source(), r.dispatcher)
+	}
+	if ts != nil {
+		gt := NewRemoteTool(toolgate.ToolSpec{Name: name}, "", r.dispatcher)
+		gt.source = ts.Source()
+		return gt
 	}
 	return NewRemoteTool(toolgate.ToolSpec{Name: name}, sessionID, r.dispatcher)
 }

@@ -45,6 +45,33 @@ type Availability interface {
 	Unavailable() error
 }
 
+// Listing is the optional trait of a tool set with a prefix whose tools
+// are known only once it has listed them, some time after the gateway
+// starts (an imported MCP server, once connected). AwaitListing waits
+// until the set has listed its tools once, or its first attempt failed,
+// or ctx ends; it returns nil once they are listed, else the error
+// (TOOL_OFFLINE) a call of tool gets meanwhile.
+type Listing interface {
+	AwaitListing(ctx context.Context, tool string) error
+}
+
+// AwaitListing lets a call of name made before the tool set whose prefix
+// starts it has listed its tools (right after the gateway started) wait
+// for that first listing, until ctx ends, rather than be refused as an
+// unknown tool: it returns the set's TOOL_OFFLINE error when the set has
+// not listed them by then. It returns nil at once for any other name, and
+// once the set has listed, whether or not its list has name.
+func (r *Registry) AwaitListing(ctx context.Context, name string) error {
+	r.mu.RLock()
+	ts := r.setOfLocked(name)
+	r.mu.RUnlock()
+	l, ok := ts.(Listing)
+	if !ok || ts.Prefix() == "" {
+		return nil
+	}
+	return l.AwaitListing(ctx, name)
+}
+
 // progressKey keys the progress reporter in a context.
 type progressKey struct{}
 

@@ -121,6 +121,8 @@ type Server struct {
 	tools    []agentloop.Tool   // sorted by name; kept while offline
 	session  *mcp.ClientSession // nil while offline
 	downWhy  string             // why it is offline, for TOOL_OFFLINE
+	listed   bool               // the tools were listed once
+	settled  chan struct{}      // closed once listed, or the first attempt failed, or closed
 	watchers []func()
 	started  bool
 	stopped  bool
@@ -139,6 +141,7 @@ func New(cfg Config, opts Options) *Server {
 		relist:  make(chan struct{}, 1),
 		check:   make(chan struct{}, 1),
 		downWhy: "not connected yet",
+		settled: make(chan struct{}),
 		done:    make(chan struct{}),
 
 		stderrLimit: newStderrLimit(),
@@ -195,6 +198,11 @@ func (s *Server) Close() error {
 	return nil
 }
 
+var (
+	_ agentloop.ToolSet = (*Server)(nil)
+	_ agentloop.Listing = (*Server)(nil)
+)
+
 // Prefix implements agentloop.ToolSet: "NAME__".
 func (s *Server) Prefix() string { return s.cfg.Name + "__" }
 
@@ -223,6 +231,32 @@ func (s *Server) Watch(fn func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchers = append(s.watchers, fn)
+}
+
+// AwaitListing implements agentloop.Listing: it waits until the server's
+// tools are listed, or its first connection attempt failed, or Close, or
+// until ctx ends, and returns nil once they are listed, else the
+// TOOL_OFFLINE error of tool.
+func (s *Server) AwaitListing(ctx context.Context, tool string) error {
+	select {
+	case <-s.settled:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listed {
+		return nil
+	}
+	return s.offlineErrorLocked(tool)
+}
+
+// settleLocked marks the first attempt over (AwaitListing); s.mu is held.
+func (s *Server) settleLocked() {
+	select {
+	case <-s.settled:
+	default:
+		close(s.settled)
+	}
 }
 
 // offlineError is the TOOL_OFFLINE error a call of one of the tools gets
@@ -259,7 +293,8 @@ func (s *Server) setOnline(cs *mcp.ClientSession, tools []agentloop.Tool) {
 	s.mu.Lock()
 	changed := s.session == nil || !sameTools(s.tools, tools)
 	wasOffline := s.session == nil
-	s.session, s.tools = cs, tools
+	s.session, s.tools, s.listed = cs, tools, true
+	s.settleLocked()
 	watchers := append([]func(){}, s.watchers...)
 	s.mu.Unlock()
 	if wasOffline {
@@ -278,6 +313,7 @@ func (s *Server) setOffline(why string) {
 	s.mu.Lock()
 	wasOnline := s.session != nil
 	s.session, s.downWhy = nil, why
+	s.settleLocked()
 	watchers := append([]func(){}, s.watchers...)
 	s.mu.Unlock()
 	if wasOnline {

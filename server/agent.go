@@ -130,7 +130,10 @@ func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.
 }
 
 // importMCPServers adds a tool set to reg for each imported MCP server
-// (Config.MCPServers), offline until startImports connects them. What
+// (Config.MCPServers), offline until startImports connects them; their
+// prefixes are known from now on, so a call of one of their tools made
+// before its server's first listing (a resumed run's) waits for it
+// (Engine.awaitListing) rather than being refused as unknown. What
 // the servers send back passes redact before it reaches a caller, a run's
 // events or the log.
 func importMCPServers(reg *agentloop.Registry, cfg Config, redact func(json.RawMessage) json.RawMessage, log *slog.Logger) ([]*mcpimport.Server, error) {

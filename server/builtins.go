@@ -46,10 +46,31 @@ func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
 	return tool, entry, nil
 }
 
+// awaitListing lets a call of an imported MCP server's tool made before
+// that server has listed its tools (the gateway just started, a run
+// resumed) wait for the listing, for at most the call's timeout, rather
+// than be refused as unknown; TOOL_OFFLINE when the server has not listed
+// by then (agentloop.Registry.AwaitListing).
+func (e *Engine) awaitListing(ctx context.Context, req toolgate.CallRequest) error {
+	if e.builtins == nil {
+		return nil
+	}
+	wait, err := e.callTimeout(req.TimeoutMS, 0)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return e.builtins.AwaitListing(ctx, req.Tool)
+}
+
 // dispatchBuiltin stores a call of a built-in tool (session_id NULL) like
 // any other call, so the history has it, and runs it unless it awaits
 // approval.
 func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, args json.RawMessage, opts CallOptions) (*toolgate.Call, bool, error) {
+	if err := e.awaitListing(ctx, req); err != nil {
+		return nil, false, err // not stored: the tool's server has not listed yet
+	}
 	tool, entry, err := e.builtinEntry(req.Tool)
 	if err != nil {
 		return nil, false, err

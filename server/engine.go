@@ -33,6 +33,10 @@ type BuiltinTools interface {
 	// comes from: built in, or an imported MCP server.
 	SourceOf(name string) toolgate.ToolSource
 	CheckRemote(sessionID string, spec toolgate.ToolSpec) error
+	// AwaitListing lets a call of an imported MCP server's tool made
+	// before that server has listed its tools wait for the listing, until
+	// ctx ends, and returns TOOL_OFFLINE when it has not listed by then.
+	AwaitListing(ctx context.Context, name string) error
 }
 
 // Engine is the gateway's core. All state changes go through the store

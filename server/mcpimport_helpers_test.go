@@ -30,6 +30,13 @@ type goMCPServer struct {
 
 func startGoMCPServer(t *testing.T) *goMCPServer {
 	t.Helper()
+	return startGoMCPServerWith(t, nil)
+}
+
+// startGoMCPServerWith is startGoMCPServer with its HTTP handler passed
+// through wrap (when not nil).
+func startGoMCPServerWith(t *testing.T, wrap func(http.Handler) http.Handler) *goMCPServer {
+	t.Helper()
 	g := &goMCPServer{slowStarted: make(chan struct{}, 4), slowCancelled: make(chan struct{}, 4)}
 	s := mcp.NewServer(&mcp.Implementation{Name: "go-test-server", Version: "1"}, nil)
 	schema := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
@@ -53,8 +60,12 @@ func startGoMCPServer(t *testing.T) *goMCPServer {
 		t.Fatal(err)
 	}
 	g.URL = "http://" + ln.Addr().String() + "/mcp"
-	g.hs = &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	g.hs = &http.Server{Handler: h}
 	go g.hs.Serve(ln)
 	t.Cleanup(g.stop)
 	return g

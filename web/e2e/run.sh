@@ -2,8 +2,10 @@
 # `make e2e`: a type check of the browser SDK's declarations (toolgate.d.ts,
 # with tsc --strict against types/usage.ts), the SDK's Node tests and the
 # page's end-to-end tests in headless Debian Chromium, directly and behind a
-# buffering nginx, against a gateway built from this checkout. Installs what
-# it needs on a fresh Debian machine (chromium and nginx from apt,
+# buffering nginx, and the proxy matrix (8 tabs and a Go client behind squid,
+# nginx and HAProxy), against a gateway built from this checkout. Installs
+# what it needs on a fresh Debian machine (chromium, nginx, squid and haproxy
+# from apt,
 # playwright-core and typescript from the committed lock file), keeps
 # screenshots in test-artifacts/, and exits non-zero when anything fails.
 set -euo pipefail
@@ -24,6 +26,8 @@ missing=()
 if [ -z "${NGINX_BIN:-}" ] && ! [ -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
   missing+=(nginx)
 fi
+[ -x "${SQUID_BIN:-/usr/sbin/squid}" ] || missing+=(squid)
+[ -x "${HAPROXY_BIN:-/usr/sbin/haproxy}" ] || missing+=(haproxy)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]} with apt-get"
   as_root apt-get update
@@ -82,6 +86,16 @@ nginx_bin="${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}"
 say "importing @modelcontextprotocol/server-everything over stdio"
 (cd "$root" && TOOLGATE_MCP_EVERYTHING="$root/web/e2e/node_modules/.bin/mcp-server-everything" \
   go test -count=1 -run '^TestMCPImport.*Everything$' -v ./server)
+
+# The proxy matrix (web/e2e/proxy/matrix.test.mjs): behind squid (forward),
+# two buffering nginx and an idle-cutting HAProxy, each started here, 8 tabs
+# of one Chromium profile and a Go SDK client answer a call every few seconds
+# for TOOLGATE_PROXY_SOAK_S (120) seconds per proxy, the gateway killed with
+# SIGKILL once; figures in test-artifacts/proxy-matrix.json (RELIABILITY.md).
+say "the proxy matrix: 8 tabs and a Go client behind squid, nginx and HAProxy"
+(cd "$root" && go build -o "$work/goclient" ./web/e2e/proxy/goclient)
+TOOLGATE_BIN="$work/toolgate" TOOLGATE_GOCLIENT_BIN="$work/goclient" TOOLGATE_ARTIFACTS="$artifacts" TMPDIR="$work" \
+  node --test --test-concurrency=1 --test-timeout=$(( (${TOOLGATE_PROXY_SOAK_S:-120} + 240) * 1000 )) proxy/
 
 for shot in page-with-console page-behind-buffering-nginx page-phone; do
   if ! [ -s "$artifacts/$shot.png" ]; then
