@@ -64,6 +64,12 @@ func checkJSONText(raw []byte, maxDepth, maxNodes int) error {
 
 // walkJSONText is checkJSONText, returning the number of values of raw.
 func walkJSONText(raw []byte, maxDepth, maxNodes int) (int, error) {
+	return walkJSONTextFor(raw, maxDepth, maxNodes, nil)
+}
+
+// walkJSONTextFor is walkJSONText that also holds member names to root,
+// the names of what raw is read into (CheckStrictJSONBodyFor).
+func walkJSONTextFor(raw []byte, maxDepth, maxNodes int, root *nameSet) (int, error) {
 	if !json.Valid(raw) {
 		return 0, errors.New(syntaxErrorMessage(raw))
 	}
@@ -72,7 +78,7 @@ func walkJSONText(raw []byte, maxDepth, maxNodes int) (int, error) {
 	}
 	var levels [16]jsonLevel
 	var keys [32][]byte
-	w := jsonWalk{raw: raw, maxDepth: maxDepth, maxNodes: maxNodes, stack: levels[:0], keys: keys[:0]}
+	w := jsonWalk{raw: raw, maxDepth: maxDepth, maxNodes: maxNodes, stack: levels[:0], keys: keys[:0], root: root}
 	if err := w.run(); err != nil {
 		return 0, err
 	}
@@ -120,6 +126,7 @@ type jsonWalk struct {
 	// those of stack[i] start at stack[i].keyStart. A name is a slice of
 	// raw unless it has escapes.
 	keys [][]byte
+	root *nameSet // the names the top-level value reads (nil: any)
 }
 
 // jsonLevel is an open object or array.
@@ -128,6 +135,8 @@ type jsonLevel struct {
 	index    int                 // an array's element index
 	keyStart int                 // where an object's names start in keys
 	set      map[string]struct{} // an object's names, once there are many
+	names    *nameSet            // the names this level reads (nil: any)
+	member   *nameSet            // the names its current member's value reads
 }
 
 // manyKeys is the number of members past which an object's names are
@@ -197,7 +206,15 @@ func (w *jsonWalk) run() error {
 
 // push opens an object or an array.
 func (w *jsonWalk) push(object bool) {
-	w.stack = append(w.stack, jsonLevel{object: object, keyStart: len(w.keys)})
+	names := w.root
+	if n := len(w.stack); n > 0 {
+		if parent := &w.stack[n-1]; parent.object {
+			names = parent.member
+		} else if parent.names != nil {
+			names = parent.names.elem
+		}
+	}
+	w.stack = append(w.stack, jsonLevel{object: object, keyStart: len(w.keys), names: names})
 }
 
 // addKey records the member name quoted (a JSON string, escaped or not) in
@@ -216,6 +233,14 @@ func (w *jsonWalk) addKey(quoted []byte, escaped bool) error {
 		// A reader that ends a name at NUL (C, and what is built on it)
 		// would read "a\u0000" and "a" as one name twice.
 		return fmt.Errorf("has a \\u0000 in a member name of %s", objectAt(w.stack[:len(w.stack)-1], w.keys[:top.keyStart]))
+	}
+	if top.names != nil {
+		member, folded := top.names.member(name)
+		if folded != "" {
+			return fmt.Errorf("names the member %s in %s: member names are case-sensitive (did you mean %s?)",
+				strconv.Quote(string(name)), objectAt(w.stack[:len(w.stack)-1], w.keys[:top.keyStart]), strconv.Quote(folded))
+		}
+		top.member = member
 	}
 	names := w.keys[top.keyStart:]
 	dup := false

@@ -17,6 +17,13 @@ type answerHandlers struct {
 	answers Answers
 }
 
+// answersShape is the names a results body is read with: one answer, or
+// a batch of them.
+type answersShape struct {
+	toolgate.Answer
+	Results []toolgate.Answer `json:"results"`
+}
+
 // handleResults serves POST /v1/sessions/{sid}/results: one answer
 // (tool_result or tool_error) or several (tool_results). The reply comes
 // only after the answers are durably stored.
@@ -33,7 +40,7 @@ func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 		Type    string            `json:"type"`
 		Results []json.RawMessage `json:"results"`
 	}
-	if err := decodeBytes(body, &envelope, false); err != nil {
+	if err := decodeBytesAs(body, &envelope, false, (*answersShape)(nil)); err != nil {
 		WriteError(w, r, err)
 		return
 	}

@@ -123,16 +123,24 @@ func readBody(r *http.Request, allowEmpty bool) ([]byte, error) {
 }
 
 // decodeBytes decodes one JSON value, explaining what is wrong with it,
-// and holds the whole of it to toolgate.CheckStrictJSONBody.
+// and holds the whole of it to toolgate.CheckStrictJSONBodyFor v.
 func decodeBytes(body []byte, v any, strict bool) error {
+	return decodeBytesAs(body, v, strict, v)
+}
+
+// decodeBytesAs is decodeBytes holding the body's member names to shape's
+// (a value the body, or a part of it, is decoded into afterwards).
+func decodeBytesAs(body []byte, v any, strict bool, shape any) error {
 	if err := decodeChecked(body, v, strict); err != nil {
 		return err
 	}
 	// The whole body is held to what args are held to: a member named
 	// twice (Go keeps the last, other readers the first), invalid UTF-8
 	// (Go reads U+FFFD) or half a surrogate pair is refused, not read one
-	// way here and another by whoever reads it next.
-	if err := toolgate.CheckStrictJSONBody(body); err != nil && !checkedOnItsOwn(body) {
+	// way here and another by whoever reads it next; so is a member
+	// named in another case than its field's ("TOOL", which Go reads as
+	// "tool", case-insensitively, and others as another member).
+	if err := toolgate.CheckStrictJSONBodyFor(body, shape); err != nil && !checkedOnItsOwn(body) {
 		return toolgate.Errorf(toolgate.EBadRequest, "the body %s", err)
 	}
 	return nil

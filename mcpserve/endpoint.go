@@ -100,6 +100,7 @@ type route struct {
 	tools     *toolSet
 	stateless *mcp.StreamableHTTPHandler
 	stateful  *mcp.StreamableHTTPHandler
+	maxBody   int64 // the SDK's limit on a request body
 	// syncMu makes a route's list be brought up to date by one at a time,
 	// each from what the engine says then.
 	syncMu sync.Mutex
@@ -154,8 +155,9 @@ func (e *Endpoint) newRoute(instructions string) *route {
 	// the gateway's own Host check (--allowed-hosts) has passed already,
 	// and would be overruled for a name it allows behind a local proxy.
 	return &route{
-		server: server,
-		tools:  newToolSet(server, e.log),
+		server:  server,
+		tools:   newToolSet(server, e.log),
+		maxBody: maxBody,
 		stateless: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			Stateless:                    true,
 			PropagateRequestCancellation: true,
@@ -279,6 +281,9 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 	}
 	if e.isClosed() {
 		unavailable(w, codeShuttingDown, "the gateway is shutting down")
+		return
+	}
+	if r.Method == http.MethodPost && !strictBody(w, r, rt.maxBody) {
 		return
 	}
 	// A reply the host does not take in time ends the request (the
