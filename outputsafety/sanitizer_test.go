@@ -44,6 +44,8 @@ func TestKnownSecretsRedacted(t *testing.T) {
 		{"twice " + agentKey + agentKey, "twice [REDACTED:agent_key][REDACTED:agent_key]"},
 		{"model " + llmKey, "model [REDACTED:llm_api_key]"},
 		{"escaped " + url.QueryEscape(llmKey+"/x"), "escaped [REDACTED:llm_api_key]%2Fx"},
+		{"strict escape llm%2Dsecret%2DHq83kDm29Xz&", "strict escape [REDACTED:llm_api_key]&"},
+		{"lower escape llm%2dsecret%2dHq83kDm29Xz", "lower escape [REDACTED:llm_api_key]"},
 		{"b64 " + base64.StdEncoding.EncodeToString([]byte(agentKey)), ""},
 		{"basic " + basic, ""},
 		{"b64url x" + base64.RawURLEncoding.EncodeToString([]byte("yy"+agentKey)), ""},
