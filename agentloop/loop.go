@@ -43,6 +43,8 @@ type Runner struct {
 	// MaxInputBytes, above zero, bounds what one run sends its model in
 	// all (inputbound.go): every step resends the conversation so far.
 	MaxInputBytes int64
+
+	withheld withheldLog // the log of tools' descriptions withheld (safety_descriptions.go)
 }
 
 // ErrNoModel is returned by Start when no model is configured.
@@ -113,8 +115,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 		return
 	}
 	emit(Event{Type: EventRunStarted, RunID: run.ID, Run: summary(run)})
-	withheld := map[string]bool{} // tools whose description was withheld, logged once (safety_descriptions.go)
-	input := newInputMeter(run)   // what the run has sent its model (inputbound.go)
+	input := newInputMeter(run) // what the run has sent its model (inputbound.go)
 	for ctx.Err() == nil {
 		if pending, step := unansweredToolCalls(run); len(pending) > 0 {
 			// Between steps, none of the run's calls in flight: the budget
@@ -162,7 +163,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			r.fail(ctx, run, toolgate.ErrorCode(err), "the run's tools are unavailable: "+toolgate.ErrorMessage(err), err, emit)
 			return
 		}
-		defs := Definitions(r.guardDescriptions(run.ID, tools, withheld))
+		defs := Definitions(r.guardDescriptions(run.ID, tools))
 		if message, over := input.next(run.Messages, defs, r.MaxInputBytes); over {
 			r.fail(ctx, run, toolgate.EMaxInput, message, nil, emit)
 			return
