@@ -439,3 +439,24 @@ func TestConfigLinesRedactedExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownSecretPiecesRedacted: a long known secret cut in two with text
+// between is redacted from fragmentLength (16) characters on; a shorter
+// piece, or a shorter secret's, is left.
+func TestKnownSecretPiecesRedacted(t *testing.T) {
+	s := newSanitizer()
+	cases := []struct{ in, want string }{
+		{"part1 " + agentKey[:12] + " part2 " + agentKey[12:], "part1 " + agentKey[:12] + " part2 [REDACTED:agent_key]"},
+		{"mid " + agentKey[5:21] + ".", "mid [REDACTED:agent_key]."},
+		{"short " + agentKey[5:20] + ".", "short " + agentKey[5:20] + "."},
+		{"two " + agentKey[:20] + agentKey[:20], "two [REDACTED:agent_key][REDACTED:agent_key]"},
+		{"llm " + llmKey[:18] + " x", "llm " + llmKey[:18] + " x"},
+	}
+	for _, c := range cases {
+		for _, mode := range []outputsafety.Mode{outputsafety.ModeFull, outputsafety.ModeSecretsOnly} {
+			if got, _ := text(t, s, c.in, mode); got != c.want {
+				t.Errorf("mode %d: %q → %q, want %q", mode, c.in, got, c.want)
+			}
+		}
+	}
+}

@@ -112,8 +112,8 @@ func TestModelKeyNotLeakedByItsErrors(t *testing.T) {
 // echoingModel is an OpenAI-compatible endpoint (or a proxy before one)
 // whose successful replies repeat the key it was sent: its first turn
 // calls a tool with the key in the arguments, its second answers with the
-// key as it is and percent-encoded (every character but letters and
-// digits escaped, as `sk%2Dproj%2D…`).
+// key as it is, percent-encoded (every character but letters and digits
+// escaped, as `sk%2Dproj%2D…`) and cut in two pieces.
 func echoingModel(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -133,7 +133,7 @@ func echoingModel(t *testing.T) string {
 					fmt.Fprintf(&enc, "%%%02X", c)
 				}
 			}
-			msg = map[string]any{"role": "assistant", "content": "your header was Bearer " + sent + ", encoded " + enc.String()}
+			msg = map[string]any{"role": "assistant", "content": "your header was Bearer " + sent + ", encoded " + enc.String() + ", split " + sent[:12] + " / " + sent[12:]}
 		} else {
 			args, _ := json.Marshal(map[string]string{"text": "key " + sent})
 			msg = map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{
@@ -149,7 +149,8 @@ func echoingModel(t *testing.T) string {
 
 // A model endpoint's successful replies repeat the API key: the tool
 // call's arguments and the answer reach an anonymous session's run events
-// and record with the key redacted, also its percent-encoded form.
+// and record with the key redacted, also its percent-encoded form and
+// the longer of its pieces.
 func TestModelKeyNotLeakedByItsReplies(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.LLMBaseURL, cfg.LLMModel, cfg.LLMAPIKey = echoingModel(t), "gpt-test", modelKey
