@@ -43,6 +43,8 @@ type Runner struct {
 	// MaxInputBytes, above zero, bounds what one run sends its model in
 	// all (inputbound.go): every step resends the conversation so far.
 	MaxInputBytes int64
+
+	withheld withheldLog // the log of tools' descriptions withheld (safety_descriptions.go)
 }
 
 // ErrNoModel is returned by Start when no model is configured.
@@ -113,8 +115,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 		return
 	}
 	emit(Event{Type: EventRunStarted, RunID: run.ID, Run: summary(run)})
-	withheld := map[string]bool{} // tools whose description was withheld, logged once (safety_descriptions.go)
-	input := newInputMeter(run)   // what the run has sent its model (inputbound.go)
+	input := newInputMeter(run) // what the run has sent its model (inputbound.go)
 	for ctx.Err() == nil {
 		if pending, step := unansweredToolCalls(run); len(pending) > 0 {
 			// Between steps, none of the run's calls in flight: the budget
@@ -162,7 +163,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			r.fail(ctx, run, toolgate.ErrorCode(err), "the run's tools are unavailable: "+toolgate.ErrorMessage(err), err, emit)
 			return
 		}
-		defs := Definitions(r.guardDescriptions(run.ID, tools, withheld))
+		defs := Definitions(r.guardDescriptions(run.ID, tools))
 		if message, over := input.next(run.Messages, defs, r.MaxInputBytes); over {
 			r.fail(ctx, run, toolgate.EMaxInput, message, nil, emit)
 			return
@@ -176,6 +177,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			return
 		}
 		reply.Role = toolgate.RoleAssistant
+		reply = r.redactReply(reply)
 		nameToolCalls(reply.ToolCalls, run.Steps+1)
 		if err := r.Store.AppendMessages(sctx, run.ID, run.Steps+1, []toolgate.ChatMessage{reply}); err != nil {
 			r.fail(sctx, run, toolgate.EInternal, "could not store the model's message", err, emit)
@@ -380,6 +382,34 @@ func (r *Runner) fail(ctx context.Context, run *toolgate.Run, code, message stri
 	}
 	run.Status, run.Error = toolgate.RunFailed, e
 	emit(Event{Type: EventRunFailed, RunID: run.ID, Error: e, Run: summary(run)})
+}
+
+// redactReply redacts a model's reply before it is stored, emitted,
+// returned or its tool calls made: an endpoint (or a proxy before it)
+// may repeat the key the gateway sent it. Its text passes the whole
+// step, as a failure's message does; its tool calls' arguments, which a
+// client receives, have the gateway's own secrets redacted (a value
+// shaped like a credential may be what the user asked the tool to get).
+func (r *Runner) redactReply(reply toolgate.ChatMessage) toolgate.ChatMessage {
+	if r.Guard == nil {
+		return reply
+	}
+	reply.Content = r.redactText(reply.Content)
+	if len(reply.ToolCalls) > 0 {
+		calls := make([]toolgate.ChatToolCall, len(reply.ToolCalls))
+		copy(calls, reply.ToolCalls)
+		for i, tc := range calls {
+			if tc.Function.Arguments == "" {
+				continue
+			}
+			g := r.Guard.GuardOutput(tc.Function.Name, json.RawMessage(tc.Function.Arguments), false)
+			if g.Redacted > 0 {
+				calls[i].Function.Arguments = string(g.Output)
+			}
+		}
+		reply.ToolCalls = calls
+	}
+	return reply
 }
 
 // redactText returns text with the gateway's secrets and the values that

@@ -1,7 +1,12 @@
 package agentloop
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/outputsafety"
@@ -18,13 +23,14 @@ const DescriptionWithheld = outputsafety.DescriptionWithheld
 // injection search, since a client writes them as it writes its outputs.
 // A flagged description is replaced by DescriptionWithheld; flagged
 // parameters have their descriptions and titles replaced so, or, when
-// that is not enough, become {"type":"object"}. Each tool withheld is
-// logged once per run (told holds those already logged).
-func (r *Runner) guardDescriptions(runID string, tools []Tool, told map[string]bool) []Tool {
+// that is not enough, become {"type":"object"}. The tools withheld are
+// logged through the runner's withheldLog: each once, in one line.
+func (r *Runner) guardDescriptions(runID string, tools []Tool) []Tool {
 	if r.Guard == nil {
 		return tools
 	}
 	out, copied := tools, false
+	var flagged []withheldTool
 	for i, t := range tools {
 		if !describedFromOutside(t) {
 			continue
@@ -39,13 +45,84 @@ func (r *Runner) guardDescriptions(runID string, tools []Tool, told map[string]b
 			out, copied = append([]Tool(nil), tools...), true // tools is the caller's
 		}
 		out[i] = describedTool{Tool: t, description: sc.Description, parameters: sc.Parameters}
-		if !told[t.Name()] {
-			told[t.Name()] = true
-			r.log().Warn("a tool's description held text aimed at the model: the model is shown it withheld",
-				"run", runID, "tool", t.Name(), "findings", sc.Findings)
-		}
+		flagged = append(flagged, withheldTool{tool: t, findings: sc.Findings})
+	}
+	if len(flagged) > 0 {
+		r.withheld.note(r.log(), runID, flagged)
 	}
 	return out
+}
+
+// withheldTool is a tool whose description was withheld, and why.
+type withheldTool struct {
+	tool     Tool
+	findings []OutputFinding
+}
+
+// Bounds of withheldLog.
+const (
+	withheldLogInterval = 10 * time.Second // the least time between two lines
+	withheldLogRemember = 4096             // tools remembered as logged; then forgotten all
+	withheldLogNames    = 8                // tools named in one line
+)
+
+// withheldLog logs the tools whose description was withheld without
+// letting a client that registers many flagged tools and starts many runs
+// fill the log: a tool (its name, description and parameters) is logged
+// once while remembered, the tools a run newly finds share one line, and
+// lines are at least withheldLogInterval apart (the tools found meanwhile
+// are counted in the next). Every run screens its tools again all the
+// same; only the log is bounded.
+type withheldLog struct {
+	mu       sync.Mutex
+	seen     map[[sha256.Size]byte]struct{}
+	last     time.Time
+	unlogged int              // tools found since the last line, not named in one
+	now      func() time.Time // nil: time.Now
+	interval time.Duration    // zero: withheldLogInterval
+}
+
+// note logs the tools of a run not logged before, if the interval allows.
+func (l *withheldLog) note(log *slog.Logger, runID string, tools []withheldTool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil || len(l.seen) >= withheldLogRemember {
+		l.seen = map[[sha256.Size]byte]struct{}{}
+	}
+	var fresh []withheldTool
+	for _, w := range tools {
+		h := sha256.New()
+		fmt.Fprintf(h, "%d:%s%d:%s", len(w.tool.Name()), w.tool.Name(), len(w.tool.Description()), w.tool.Description())
+		h.Write(w.tool.Parameters())
+		var k [sha256.Size]byte
+		h.Sum(k[:0])
+		if _, ok := l.seen[k]; !ok {
+			l.seen[k] = struct{}{}
+			fresh = append(fresh, w)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	now, every := time.Now, l.interval
+	if l.now != nil {
+		now = l.now
+	}
+	if every <= 0 {
+		every = withheldLogInterval
+	}
+	t := now()
+	if !l.last.IsZero() && t.Sub(l.last) < every {
+		l.unlogged += len(fresh)
+		return
+	}
+	names := make([]string, 0, withheldLogNames)
+	for _, w := range fresh[:min(len(fresh), withheldLogNames)] {
+		names = append(names, w.tool.Name())
+	}
+	log.Warn("tools' descriptions held text aimed at the model: the model is shown them withheld",
+		"run", runID, "count", len(fresh), "tools", names, "findings", fresh[0].findings, "earlier_unlogged", l.unlogged)
+	l.last, l.unlogged = t, 0
 }
 
 // describedFromOutside reports whether the tool's description was written

@@ -3,6 +3,7 @@ package outputsafety
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"regexp"
 	"sort"
@@ -42,6 +43,8 @@ func secretNeedles(secrets []Secret) []needle {
 		}
 		add(url.QueryEscape(sec.Value), name)
 		add(url.PathEscape(sec.Value), name)
+		add(percentEscapeAll(sec.Value, "%%%02X"), name)
+		add(percentEscapeAll(sec.Value, "%%%02x"), name)
 		add(hex.EncodeToString([]byte(sec.Value)), name)
 		add(strings.ToUpper(hex.EncodeToString([]byte(sec.Value))), name)
 		for _, core := range base64Cores(sec.Value) {
@@ -51,6 +54,22 @@ func secretNeedles(secrets []Secret) []needle {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].text) > len(out[j].text) })
 	return out
+}
+
+// percentEscapeAll returns secret with every byte but ASCII letters and
+// digits percent-encoded in format (upper- or lower-case hex): stricter
+// encoders than url.QueryEscape escape "-", "." and "_" too.
+func percentEscapeAll(secret, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(secret); i++ {
+		c := secret[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, format, c)
+		}
+	}
+	return b.String()
 }
 
 // base64Cores returns, for each of the three alignments the secret can

@@ -63,13 +63,14 @@ func (r Report) Flagged() bool { return len(r.Findings) > 0 }
 
 // Sanitizer is the safety step; it is safe for concurrent use.
 type Sanitizer struct {
-	needles []needle // the known secrets and their encodings, longest first
+	needles   []needle   // the known secrets and their encodings, longest first
+	fragments *fragments // runs of the longer known secrets (fragments.go)
 }
 
 // New returns a Sanitizer that redacts these known secrets (those shorter
 // than MinSecretLength are ignored) beside the credential patterns.
 func New(secrets ...Secret) *Sanitizer {
-	return &Sanitizer{needles: secretNeedles(secrets)}
+	return &Sanitizer{needles: secretNeedles(secrets), fragments: newFragments(secrets)}
 }
 
 // Sanitize returns what a model may see of output (any JSON value) and
@@ -131,7 +132,7 @@ func (s *Sanitizer) redactPath(p string) string {
 
 // redactKnown replaces every known secret (in every encoding) in str,
 // also when invisible format characters (zero-width spaces, soft
-// hyphens…) were put inside it.
+// hyphens…) were put inside it, and every long run of one (fragments.go).
 func (s *Sanitizer) redactKnown(str string) (string, int) {
 	total := 0
 	for _, nd := range s.needles {
@@ -147,7 +148,8 @@ func (s *Sanitizer) redactKnown(str string) (string, int) {
 		str, n = s.redactKnownHidden(str)
 		total += n
 	}
-	return str, total
+	str, n := s.fragments.redact(str)
+	return str, total + n
 }
 
 // redactKnownHidden finds the known secrets in str with its invisible

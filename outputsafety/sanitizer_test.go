@@ -44,6 +44,8 @@ func TestKnownSecretsRedacted(t *testing.T) {
 		{"twice " + agentKey + agentKey, "twice [REDACTED:agent_key][REDACTED:agent_key]"},
 		{"model " + llmKey, "model [REDACTED:llm_api_key]"},
 		{"escaped " + url.QueryEscape(llmKey+"/x"), "escaped [REDACTED:llm_api_key]%2Fx"},
+		{"strict escape llm%2Dsecret%2DHq83kDm29Xz&", "strict escape [REDACTED:llm_api_key]&"},
+		{"lower escape llm%2dsecret%2dHq83kDm29Xz", "lower escape [REDACTED:llm_api_key]"},
 		{"b64 " + base64.StdEncoding.EncodeToString([]byte(agentKey)), ""},
 		{"basic " + basic, ""},
 		{"b64url x" + base64.RawURLEncoding.EncodeToString([]byte("yy"+agentKey)), ""},
@@ -434,6 +436,27 @@ func TestConfigLinesRedactedExactly(t *testing.T) {
 		got, rep := text(t, s, in, outputsafety.ModeFull)
 		if got != want || rep.Redacted != strings.Count(want, "[REDACTED:") {
 			t.Errorf("%q → %q (%d redacted), want %q", in, got, rep.Redacted, want)
+		}
+	}
+}
+
+// TestKnownSecretPiecesRedacted: a long known secret cut in two with text
+// between is redacted from fragmentLength (16) characters on; a shorter
+// piece, or a shorter secret's, is left.
+func TestKnownSecretPiecesRedacted(t *testing.T) {
+	s := newSanitizer()
+	cases := []struct{ in, want string }{
+		{"part1 " + agentKey[:12] + " part2 " + agentKey[12:], "part1 " + agentKey[:12] + " part2 [REDACTED:agent_key]"},
+		{"mid " + agentKey[5:21] + ".", "mid [REDACTED:agent_key]."},
+		{"short " + agentKey[5:20] + ".", "short " + agentKey[5:20] + "."},
+		{"two " + agentKey[:20] + agentKey[:20], "two [REDACTED:agent_key][REDACTED:agent_key]"},
+		{"llm " + llmKey[:18] + " x", "llm " + llmKey[:18] + " x"},
+	}
+	for _, c := range cases {
+		for _, mode := range []outputsafety.Mode{outputsafety.ModeFull, outputsafety.ModeSecretsOnly} {
+			if got, _ := text(t, s, c.in, mode); got != c.want {
+				t.Errorf("mode %d: %q → %q, want %q", mode, c.in, got, c.want)
+			}
 		}
 	}
 }
