@@ -253,12 +253,19 @@ func warnIfNamesRefused(log *slog.Logger, cfg server.Config) {
 }
 
 // printAgentKey prints the serving line, then the agent key (and where a
-// generated one is kept) and the console link.
+// generated one is kept) and the console link holding it, only when the
+// gateway generated the key: one the operator gave (--agent-key,
+// TOOLGATE_AGENT_KEY) they know already, and printed it would end up in
+// whatever collects the process's output (journald, container logs).
 func printAgentKey(url string, cfg server.Config, eng *server.Engine) {
 	fmt.Printf("toolgate serving on %s\n", url)
 	key, file := eng.AgentKey(), eng.AgentKeyFile()
 	switch {
-	case cfg.AgentKey == "" && file != "":
+	case cfg.AgentKey != "":
+		fmt.Printf("agent key: the one given (--agent-key or TOOLGATE_AGENT_KEY), not printed\n")
+		fmt.Printf("console: %s/#agent_key=<agent key>\n", url)
+		return
+	case file != "":
 		fmt.Printf("agent key: %s (kept in %s)\n", key, file)
 	default:
 		fmt.Printf("agent key: %s\n", key)
