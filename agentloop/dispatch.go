@@ -71,6 +71,23 @@ func CallerSession(ctx context.Context) string {
 	return sid
 }
 
+type callerAddressKey struct{}
+
+// WithCallerAddress returns ctx saying from which client address (a key
+// such as handlers.RunOrigin.Address) the session a built-in tool runs on
+// behalf of started its run, so that tools sharing a bounded resource
+// (the sandbox's slots) can share it per address as well as per session.
+func WithCallerAddress(ctx context.Context, address string) context.Context {
+	return context.WithValue(ctx, callerAddressKey{}, address)
+}
+
+// CallerAddress returns the client address set by WithCallerAddress,
+// empty when unknown or for the agent key.
+func CallerAddress(ctx context.Context) string {
+	addr, _ := ctx.Value(callerAddressKey{}).(string)
+	return addr
+}
+
 // GatewayTool is a tool executed through the gateway's engine: a remote
 // tool of one session, or a built-in tool whose calls are stored like any
 // other so that the history has them. Its Execute dispatches the call and

@@ -14,7 +14,7 @@ import (
 // imperative about its instructions, a role for it, a chat turn — so that
 // text about the same things ("## Instructions", "system: linux", "you
 // are now logged in", "ignoring all interactive prompts") is left alone.
-var injectionRules = slices.Concat(englishInjectionRules, chatTurnRules, foreignInjectionRules)
+var injectionRules = slices.Concat(englishInjectionRules, chatTurnRules, foreignInjectionRules, toolPoisoningRules)
 
 // englishInjectionRules are injectionRules in English.
 var englishInjectionRules = []rule{

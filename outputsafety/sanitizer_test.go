@@ -371,6 +371,13 @@ func TestOrdinaryTextNotFlagged(t *testing.T) {
 		"Use snake_case to name variables; run make_release on Fridays.",
 		"New users get a welcome email. The assistant manager, Jane, will call you.",
 		"Override default rules in .lintrc; skip the prior steps if done.",
+		// Ordinary text beside the tool-poisoning rules.
+		"Copy your public key: cat ~/.ssh/id_rsa.pub and paste it into GitHub.",
+		"Add the contents of ~/.ssh/id_rsa.pub to ~/.ssh/authorized_keys on the server.",
+		"The app reads .env at start; keep your .env file secret and never commit it.",
+		"IMPORTANT: the model must be trained first. Load the model and pass it to the trainer.",
+		"Message for the agent team: standup at 10. Note for the model authors: please cite the paper.",
+		"<note>Run make before you commit.</note>",
 		"soft\u00adhyphen\u00adated words and emoji 👨\u200d👩\u200d👧 are fine",
 	} {
 		_, rep := text(t, s, in, outputsafety.ModeFull)

@@ -135,9 +135,11 @@ const minBase64Run = 26
 const maxBase64Run = 64 << 10
 
 // base64Matches returns the runs of base64 (standard or URL alphabet,
-// padded or not) in str whose decoding is text holding a credential of a
-// known shape: the whole run is the match. A run whose decoding is not
-// text (an image, compressed data) is left alone.
+// padded or not) in str whose decoding is text holding a credential that
+// any of the patterns finds (credentialSpans: a token's shape, a PEM
+// private key, an AccountKey= or a password= pair, a config line; base64
+// in the decoding too): the whole run is the match. A run whose decoding
+// is not text (an image, compressed data) is left alone.
 func base64Matches(str string) []match {
 	var ms []match
 	for i := 0; i < len(str); {
@@ -151,7 +153,7 @@ func base64Matches(str string) []match {
 		}
 		run := strings.TrimRight(str[i:j], "=")
 		if len(run) >= minBase64Run && (i == 0 || !isWordByte(str[i-1])) {
-			if decoded, ok := decodeBase64Text(run[:min(len(run), maxBase64Run)]); ok && len(shapeMatches(decoded)) > 0 {
+			if decoded, ok := decodeBase64Text(run[:min(len(run), maxBase64Run)]); ok && len(credentialSpans(decoded)) > 0 {
 				ms = append(ms, match{rule: &base64Rule, start: i, end: j})
 			}
 		}

@@ -38,7 +38,10 @@ const freeAfterAllocBytes = 32 << 20
 // the agent key a quarter of the slots (at least one) and of the memory
 // budget, and one session at most half the sessions' share of slots, so
 // neither one session nor all of them together can make the agent key's
-// calls wait behind theirs.
+// calls wait behind theirs. The sessions whose runs came from one client
+// address (agentloop.CallerAddress) hold together at most half the
+// sessions' share too: sessions are cheap to create, so a share per
+// session alone would let one address take every session slot.
 type room struct {
 	memory  *semaphore.Weighted // MiB of weights of the calls running
 	slots   chan struct{}       // one per call running
@@ -46,10 +49,11 @@ type room struct {
 
 	sessionMemory *semaphore.Weighted // the sessions' share of memory
 	sessionSlots  chan struct{}       // the sessions' share of slots
-	perSession    int                 // slots one session may hold
+	perSession    int                 // slots one session, or one address, may hold
 
 	mu        sync.Mutex
 	bySession map[string]*sessionSlots // the sessions with calls waiting or running
+	byAddress map[string]*sessionSlots // the client addresses with calls waiting or running
 
 	freer *memoryFreer
 }
@@ -71,12 +75,14 @@ func newRoom(maxConcurrent int, budgetMB int64, freer *memoryFreer) *room {
 		sessionSlots:  make(chan struct{}, shared),
 		perSession:    max(1, shared/2),
 		bySession:     map[string]*sessionSlots{},
+		byAddress:     map[string]*sessionSlots{},
 		freer:         freer,
 	}
 }
 
 // wait takes a slot and weight MiB of memory for a call, from the shares
-// of the session it runs for (agentloop.CallerSession) first, waiting
+// of the session it runs for (agentloop.CallerSession) and of that
+// session's client address (agentloop.CallerAddress) first, waiting
 // within ctx; release gives them back.
 func (r *room) wait(ctx context.Context, weight int64) (release func(), err error) {
 	var undo []func()
@@ -86,16 +92,22 @@ func (r *room) wait(ctx context.Context, weight int64) (release func(), err erro
 		}
 	}
 	if sid := agentloop.CallerSession(ctx); sid != "" {
-		own := r.session(sid)
-		undo = append(undo, func() { r.leave(sid) })
-		steps := []struct {
+		own := r.join(r.bySession, sid)
+		undo = append(undo, func() { r.leave(r.bySession, sid) })
+		type step struct {
 			take func() error
 			back func()
-		}{
-			{func() error { return take(ctx, own.slots) }, func() { <-own.slots }},
+		}
+		steps := []step{{func() error { return take(ctx, own.slots) }, func() { <-own.slots }}}
+		if addr := agentloop.CallerAddress(ctx); addr != "" {
+			from := r.join(r.byAddress, addr)
+			undo = append(undo, func() { r.leave(r.byAddress, addr) })
+			steps = append(steps, step{func() error { return take(ctx, from.slots) }, func() { <-from.slots }})
+		}
+		steps = append(steps, []step{
 			{func() error { return take(ctx, r.sessionSlots) }, func() { <-r.sessionSlots }},
 			{func() error { return r.sessionMemory.Acquire(ctx, weight) }, func() { r.sessionMemory.Release(weight) }},
-		}
+		}...)
 		for _, s := range steps {
 			if err := s.take(); err != nil {
 				giveBack()
@@ -135,26 +147,27 @@ func take(ctx context.Context, slots chan struct{}) error {
 	}
 }
 
-// session returns sid's slots, counting one more call of it.
-func (r *room) session(sid string) *sessionSlots {
+// join returns the slots of key (a session or a client address) in
+// shares, counting one more call of it.
+func (r *room) join(shares map[string]*sessionSlots, key string) *sessionSlots {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.bySession[sid]
+	s := shares[key]
 	if s == nil {
 		s = &sessionSlots{slots: make(chan struct{}, r.perSession)}
-		r.bySession[sid] = s
+		shares[key] = s
 	}
 	s.refs++
 	return s
 }
 
-// leave counts one call of sid fewer, forgetting it after its last.
-func (r *room) leave(sid string) {
+// leave counts one call of key fewer, forgetting it after its last.
+func (r *room) leave(shares map[string]*sessionSlots, key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s := r.bySession[sid]; s != nil {
+	if s := shares[key]; s != nil {
 		if s.refs--; s.refs == 0 {
-			delete(r.bySession, sid)
+			delete(shares, key)
 		}
 	}
 }

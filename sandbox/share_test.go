@@ -66,3 +66,37 @@ func TestSessionsShareTheRoom(t *testing.T) {
 		t.Fatalf("the agent key's call beside the sessions' spinning calls: %v", err)
 	}
 }
+
+// TestAddressesShareTheRoom: the sessions of one client address
+// (agentloop.CallerAddress) hold together at most one session's share of
+// slots, so many cheap sessions from one address spinning calls cannot
+// starve a session from another address.
+func TestAddressesShareTheRoom(t *testing.T) {
+	set := openSet(t, func(o *sandbox.Options) { o.MaxConcurrent = 4 }, func(dir string) {
+		sandboxtest.Install(t, dir, "loop", "loop", spec)
+		sandboxtest.Install(t, dir, "echo", "echo", spec)
+	})
+	loop, echo := set.tool(t, "loop"), set.tool(t, "echo")
+	spin, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	as := func(ctx context.Context, sid, addr string) context.Context {
+		return agentloop.WithCallerAddress(agentloop.WithCallerSession(ctx, sid), addr)
+	}
+	// Three sessions of one address, two spinning calls each.
+	for _, sid := range []string{"a1", "a2", "a3"} {
+		for range 2 {
+			wg.Go(func() { loop.Execute(as(spin, sid, "127.0.0.21"), json.RawMessage(`{}`)) })
+		}
+	}
+	testwait.Until(t, 10*time.Second, "the address's first loop to run", func() bool { return set.Running() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := echo.Execute(as(ctx, "b1", "127.0.0.22"), json.RawMessage(`{"text": "hi"}`)); err != nil {
+		t.Fatalf("a session of another address beside one address's three sessions: %v", err)
+	}
+	if got := set.Running(); got != 1 {
+		t.Fatalf("%d calls run; want the address's one", got)
+	}
+}

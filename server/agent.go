@@ -246,9 +246,13 @@ func (a *Agent) launch(id string, origin handlers.RunOrigin) *runFeed {
 	a.mu.Lock()
 	a.feeds[id] = feed
 	a.mu.Unlock()
+	if origin.Session != "" && origin.Address != "" {
+		a.e.runAddresses.Store(id, origin.Address)
+	}
 	a.runs.Add(1)
 	go func() {
 		defer a.runs.Done()
+		defer a.e.runAddresses.Delete(id)
 		release := sync.OnceFunc(func() {
 			if origin.Session != "" {
 				a.limits.done(origin)

@@ -114,11 +114,16 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // (resumeBuiltinCalls); one whose deadline passed ends timed_out through
 // the deadline queue. A call of a run that a session's token started runs
 // on behalf of that session (agentloop.WithCallerSession), so a built-in
-// tool such as call_history shows that session no one else's calls.
+// tool such as call_history shows that session no one else's calls, and
+// from its run's client address (agentloop.WithCallerAddress), so the
+// sandbox shares its slots per address too.
 func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 	id, args := row.ID, json.RawMessage(row.Args)
-	caller := ""
+	caller, address := "", ""
 	if row.RunID.Valid {
+		if a, ok := e.runAddresses.Load(row.RunID.String); ok {
+			address = a.(string)
+		}
 		run, err := e.st.GetRun(e.life, row.RunID.String)
 		if err != nil {
 			e.log.Error("read the run of a built-in call", "call", id, "err", err)
@@ -146,6 +151,9 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 		ctx = agentloop.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, p) })
 		if caller != "" {
 			ctx = agentloop.WithCallerSession(ctx, caller)
+			if address != "" {
+				ctx = agentloop.WithCallerAddress(ctx, address)
+			}
 		}
 		started := e.now()
 		res, err := tool.Execute(ctx, args)

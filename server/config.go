@@ -354,15 +354,15 @@ func (c Config) runsPerAddress() int {
 }
 
 // connectionsPerAddress is MaxConnectionsPerAddress, or when that is 0 a
-// quarter of the connection limit, but at least 32 (or the whole limit
-// when it is smaller): a browser opens up to six connections to a host
-// over HTTP/1.1, and an office behind one address several browsers. 0 or
-// less: no bound.
+// quarter of the connection limit (at least 4, but never more than half
+// the limit, and at least 1): a browser opens up to six connections to a
+// host over HTTP/1.1, yet a share must leave others room, so that two
+// addresses cannot fill a small --max-connections. 0 or less: no bound.
 func (c Config) connectionsPerAddress(limit int) int {
 	if c.MaxConnectionsPerAddress != 0 {
 		return c.MaxConnectionsPerAddress
 	}
-	return max(limit/4, min(limit, 32))
+	return max(1, limit/4, min(limit/2, 4))
 }
 
 // sessionLimit is the handlers' limit of sessions per client address.

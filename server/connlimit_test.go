@@ -41,6 +41,7 @@ func (b *lockedBuffer) String() string {
 func TestConnectionLimitQueuesTheNinth(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxConnections = 8
+	cfg.MaxConnectionsPerAddress = -1 // every connection comes from 127.0.0.1: this is about the whole limit
 	logs := &lockedBuffer{}
 	srv, _ := startServerLogging(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	sess, err := srv.Engine.CreateSession(context.Background(), toolgate.CreateSessionRequest{})

@@ -124,3 +124,29 @@ func TestProxiedRequestsPerAddress(t *testing.T) {
 		return resp.StatusCode == 200
 	})
 }
+
+// TestDerivedConnectionShareLeavesRoom: the share per address derived
+// from --max-connections (no --max-connections-per-address) is a quarter
+// of it, so two addresses holding all they may still leave a third
+// address room. Before, a floor of 32 made it half of 64, and two
+// addresses locked everyone else out.
+func TestDerivedConnectionShareLeavesRoom(t *testing.T) {
+	g := startGateway(t, func(c *server.Config) { c.MaxConnections = 64 })
+	for _, ip := range []string{"127.0.0.6", "127.0.0.9"} {
+		held := 0
+		for range 33 {
+			conn := g.dialFrom(t, ip)
+			if _, err := healthz(conn, bufio.NewReader(conn)); err != nil {
+				break // closed: past the address's share
+			}
+			held++
+		}
+		if held != 16 {
+			t.Fatalf("%s held %d connections; want a quarter of 64, 16", ip, held)
+		}
+	}
+	other := g.dialFrom(t, "127.0.0.10")
+	if status, err := healthz(other, bufio.NewReader(other)); err != nil || status != 200 {
+		t.Fatalf("a third address beside two holding their shares: %d %v", status, err)
+	}
+}

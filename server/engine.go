@@ -72,6 +72,11 @@ type Engine struct {
 	toolWatch *toolWatchers     // told when the tools callers can see change
 	running   *runningBuiltins  // the built-in calls executing, to cancel
 
+	// runAddresses is the client address each run in progress that a
+	// session's token started came from (the agent's launch sets it), for
+	// the built-in calls of that run (agentloop.WithCallerAddress).
+	runAddresses sync.Map // run id → address
+
 	// onOrphanRuns is the agent's, for several nodes (cluster.go): asked
 	// to claim the runs of stopped nodes.
 	onOrphanRuns atomic.Pointer[func(ctx context.Context)]

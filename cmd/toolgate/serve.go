@@ -160,7 +160,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.integer(&maxStreamsPerSession, "max-streams-per-session", "TOOLGATE_MAX_STREAMS_PER_SESSION", int64(cfg.MaxStreamsPerSession), "streams and held polls one session may hold at once; a newer one replaces the oldest")
 	f.integer(&maxConnections, "max-connections", "TOOLGATE_MAX_CONNECTIONS", int64(cfg.MaxConnections), "connections served at once, more wait to be accepted; 0 derives it from the file-descriptor limit")
 	f.integer(&maxConnectionsPerAddress, "max-connections-per-address", "TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS", int64(cfg.MaxConnectionsPerAddress),
-		"connections one client address (IPv6: /64) may hold at once, more are closed (behind --trusted-proxies: its requests in flight, more are 429); 0 derives it (a quarter of --max-connections, at least 32), -1 disables the limit")
+		"connections one client address (IPv6: /64) may hold at once, more are closed (behind --trusted-proxies: its requests in flight, more are 429); 0 derives it (a quarter of --max-connections, at least 4, at most half), -1 disables the limit")
 	f.duration(&cfg.BodyReadTimeout, "body-read-timeout", "TOOLGATE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout, "how long a client may take to send a request's headers, and then its body")
 	// Imported MCP servers (issue 13).
 	mcpServers := f.mcpServers("mcp-server", "TOOLGATE_MCP_SERVERS")
@@ -253,12 +253,19 @@ func warnIfNamesRefused(log *slog.Logger, cfg server.Config) {
 }
 
 // printAgentKey prints the serving line, then the agent key (and where a
-// generated one is kept) and the console link.
+// generated one is kept) and the console link holding it, only when the
+// gateway generated the key: one the operator gave (--agent-key,
+// TOOLGATE_AGENT_KEY) they know already, and printed it would end up in
+// whatever collects the process's output (journald, container logs).
 func printAgentKey(url string, cfg server.Config, eng *server.Engine) {
 	fmt.Printf("toolgate serving on %s\n", url)
 	key, file := eng.AgentKey(), eng.AgentKeyFile()
 	switch {
-	case cfg.AgentKey == "" && file != "":
+	case cfg.AgentKey != "":
+		fmt.Printf("agent key: the one given (--agent-key or TOOLGATE_AGENT_KEY), not printed\n")
+		fmt.Printf("console: %s/#agent_key=<agent key>\n", url)
+		return
+	case file != "":
 		fmt.Printf("agent key: %s (kept in %s)\n", key, file)
 	default:
 		fmt.Printf("agent key: %s\n", key)
