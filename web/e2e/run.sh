@@ -92,10 +92,11 @@ say "importing @modelcontextprotocol/server-everything over stdio"
 # of one Chromium profile and a Go SDK client answer a call every few seconds
 # for TOOLGATE_PROXY_SOAK_S (120) seconds per proxy, the gateway killed with
 # SIGKILL once; figures in test-artifacts/proxy-matrix.json (RELIABILITY.md).
+# node applies --test-timeout to the whole file too: four soaks and their set-ups.
 say "the proxy matrix: 8 tabs and a Go client behind squid, nginx and HAProxy"
 (cd "$root" && go build -o "$work/goclient" ./web/e2e/proxy/goclient)
 TOOLGATE_BIN="$work/toolgate" TOOLGATE_GOCLIENT_BIN="$work/goclient" TOOLGATE_ARTIFACTS="$artifacts" TMPDIR="$work" \
-  node --test --test-concurrency=1 --test-timeout=$(( (${TOOLGATE_PROXY_SOAK_S:-120} + 240) * 1000 )) proxy/
+  node --test --test-concurrency=1 --test-timeout=$(( (${TOOLGATE_PROXY_SOAK_S:-120} + 150) * 4 * 1000 )) proxy/
 
 for shot in page-with-console page-behind-buffering-nginx page-phone; do
   if ! [ -s "$artifacts/$shot.png" ]; then
