@@ -83,7 +83,7 @@ type Config struct {
 	// poll (POST /v1/streams, POST /v1/poll).
 	MaxStreamSessions int
 
-	// Connections and slow clients (issue 14). MaxStreamsPerSession
+	// Connections and slow clients. MaxStreamsPerSession
 	// bounds the streams and held polls one session holds at once (its
 	// places on multi-session streams and polls count too); a newer one
 	// replaces the oldest. MaxConnections bounds the connections served at
@@ -176,7 +176,7 @@ type Config struct {
 	// lists that name here.
 	AllowedHosts []string
 
-	// Imported MCP servers (issue 13). MCPServers are the MCP servers whose
+	// Imported MCP servers. MCPServers are the MCP servers whose
 	// tools the gateway imports (--mcp-server NAME=TARGET, see package
 	// mcpimport): listed by GET /api/tools as NAME__tool with source
 	// {"kind": "mcp", "server": NAME}, called without a session, used by
@@ -188,7 +188,7 @@ type Config struct {
 	// mcpimport's defaults, and Log is the gateway's.
 	MCPOptions mcpimport.Options
 
-	// The rest of the tool system (issue 16). SandboxDir, when set, is a
+	// The rest of the tool system. SandboxDir, when set, is a
 	// directory of WebAssembly (WASI preview 1) tools: every NAME.wasm
 	// with a NAME.json beside it is a tool run inside the gateway, listed
 	// with source {"kind": "sandbox"}. HTTPAllow are the hosts the
@@ -458,7 +458,7 @@ func (c Config) Validate() error {
 	case c.TLSKey != "" && c.TLSCert == "":
 		errs = append(errs, fmt.Errorf("tls key %q is set without a tls cert: set both to serve HTTPS, or neither", c.TLSKey))
 	}
-	// Imported MCP servers (issue 13).
+	// Imported MCP servers.
 	if err := mcpimport.ValidateAll(c.MCPServers); err != nil {
 		errs = append(errs, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/toolgate/toolgate/pgtest"
 )
 
-// The systems of the several-nodes figures (issue 15): the toolgate binary
+// The systems of the several-nodes figures: the toolgate binary
 // on SQLite, on PostgreSQL alone, and three of them on one PostgreSQL.
 // Each is measured over HTTP, its clients on the first node and its
 // callers spread over all of them.

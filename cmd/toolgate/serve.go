@@ -121,7 +121,7 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	var origins, logLevel string
 	var maxBody, maxTools, maxStreamSessions int64
 	f.str(&cfg.Addr, "addr", "TOOLGATE_ADDR", cfg.Addr, "listen address")
-	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite file, or a postgres:// URL for several nodes (issue 15)")
+	f.str(&cfg.DBPath, "db", "TOOLGATE_DB", cfg.DBPath, "SQLite file, or a postgres:// URL for several nodes")
 	f.str(&cfg.AgentKey, "agent-key", "TOOLGATE_AGENT_KEY", "", "caller/admin secret (also opens /metrics); when unset, generated at first start and written to <db>.agent-key (0600), the database keeping only its hash")
 	f.str(&cfg.ClientKey, "client-key", "TOOLGATE_CLIENT_KEY", "", "when set, required to create sessions")
 	f.str(&origins, "allowed-origins", "TOOLGATE_ALLOWED_ORIGINS", "", "comma-separated origins allowed by CORS, e.g. https://app.example.com; * for any")
@@ -148,23 +148,23 @@ func serveFlags(args []string) (server.Config, slog.Level, error) {
 	f.integer(&maxBody, "max-body", "TOOLGATE_MAX_BODY", cfg.MaxBodyBytes, "request body limit in bytes")
 	f.integer(&maxTools, "max-tools", "TOOLGATE_MAX_TOOLS", int64(cfg.MaxToolsPerSess), "tools one session may hold")
 	f.integer(&maxStreamSessions, "max-stream-sessions", "TOOLGATE_MAX_STREAM_SESSIONS", int64(cfg.MaxStreamSessions), "sessions one multi-session stream or poll may carry")
-	// Session metadata (issue 14).
+	// Session metadata.
 	var maxMetadata int64
 	f.integer(&maxMetadata, "max-metadata-bytes", "TOOLGATE_MAX_METADATA_BYTES", int64(cfg.MaxMetadataBytes), "largest session metadata, in bytes of compact JSON (413 past it)")
 	abuseLimits := addAbuseLimitFlags(f, cfg) // serve_limits.go
 	// Browser-facing defaults and secrets at rest.
 	var allowedHosts string
 	f.str(&allowedHosts, "allowed-hosts", "TOOLGATE_ALLOWED_HOSTS", "", "comma-separated host names requests may address besides IP addresses and localhost, e.g. gw.example.com,*.example.com; * for any (DNS rebinding guard)")
-	// Connections and slow clients (issue 14).
+	// Connections and slow clients.
 	var maxStreamsPerSession, maxConnections, maxConnectionsPerAddress int64
 	f.integer(&maxStreamsPerSession, "max-streams-per-session", "TOOLGATE_MAX_STREAMS_PER_SESSION", int64(cfg.MaxStreamsPerSession), "streams and held polls one session may hold at once; a newer one replaces the oldest")
 	f.integer(&maxConnections, "max-connections", "TOOLGATE_MAX_CONNECTIONS", int64(cfg.MaxConnections), "connections served at once, more wait to be accepted; 0 derives it from the file-descriptor limit")
 	f.integer(&maxConnectionsPerAddress, "max-connections-per-address", "TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS", int64(cfg.MaxConnectionsPerAddress),
 		"connections one client address (IPv6: /64) may hold at once, more are closed (behind --trusted-proxies: its requests in flight, more are 429); 0 derives it (a quarter of --max-connections, at least 4, at most half), -1 disables the limit")
 	f.duration(&cfg.BodyReadTimeout, "body-read-timeout", "TOOLGATE_BODY_READ_TIMEOUT", cfg.BodyReadTimeout, "how long a client may take to send a request's headers, and then its body")
-	// Imported MCP servers (issue 13).
+	// Imported MCP servers.
 	mcpServers := f.mcpServers("mcp-server", "TOOLGATE_MCP_SERVERS")
-	// Sandboxed tools and built-ins (issue 16).
+	// Sandboxed tools and built-ins.
 	var httpAllow, disabledBuiltins string
 	f.str(&cfg.HTTPRequestRuns, "http-request-runs", "TOOLGATE_HTTP_REQUEST_RUNS", "agent", "which runs may use http_request: agent (the agent key's runs and calls) or all (runs a session's token started too)")
 	f.str(&disabledBuiltins, "disable-builtins", "TOOLGATE_DISABLE_BUILTINS", "", "comma-separated built-in tools to leave out, e.g. http_request,memory_write")
