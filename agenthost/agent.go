@@ -14,9 +14,9 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/mcpimport"
-	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -27,15 +27,10 @@ type Agent struct {
 	Registry *agentloop.Registry
 	Runner   *agentloop.Runner
 
-	e      *Engine
+	e      *engine.Engine
+	tools  *Tools
 	log    *slog.Logger
 	limits *runLimits // runs started with a session's token
-	// imports are the imported MCP servers' tool sets, in the registry;
-	// their connection loops run from startImports to stopImports.
-	imports []*mcpimport.Server
-	// sandbox is the sandboxed tools' set (nil without --sandbox-dir), in
-	// the registry; stopImports closes it.
-	sandbox *sandbox.ToolSet
 
 	mu    sync.Mutex
 	feeds map[string]*runFeed // runs going on, by id
@@ -47,66 +42,52 @@ const noModelMessage = "no model is configured: start toolgate with --llm-model 
 	"--llm-base-url (TOOLGATE_LLM_BASE_URL), e.g. --llm-base-url http://localhost:11434/v1 --llm-model llama3.1 for a local Ollama; " +
 	"--llm-api-key (TOOLGATE_LLM_API_KEY) when the endpoint needs one"
 
-// newAgent builds the registry with the built-in tools, tells the engine
-// about them, and sets up the model when one is configured.
-func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
-	reg := agentloop.NewRegistry(e.Hooks())
-	if cfg.HTTPRequestRuns != "" && cfg.HTTPRequestRuns != "agent" && cfg.HTTPRequestRuns != "all" {
-		return nil, fmt.Errorf("--http-request-runs must be agent or all, not %q", cfg.HTTPRequestRuns)
+// New builds the agent over the tools (built before the engine) and the
+// engine, and sets up the model when one is configured. With other nodes
+// sharing the database, it claims the runs of stopped nodes whenever the
+// engine signals (Tools.OrphanRuns), until the engine closes.
+func New(t *Tools, e *engine.Engine, opts Options, log *slog.Logger) (*Agent, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	httpRequest, err := agentloop.NewHTTPRequestTool(agentloop.HTTPRequestOptions{Allow: cfg.HTTPAllow, SessionRuns: cfg.HTTPRequestRuns == "all"})
-	if err != nil {
-		return nil, err
-	}
-	builtins := append([]agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e), httpRequest}, agentloop.NewMemoryTools(memoryNotes{e})...)
-	builtins, err = withoutDisabled(builtins, cfg.DisabledBuiltins)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range builtins {
-		if err := reg.AddBuiltin(t); err != nil {
-			return nil, err
-		}
-	}
+	reg := t.Registry
 	reg.Connect(e, engineDispatcher{e})
-	reg.OnChange(func() { e.toolWatch.changed("") }) // an imported server's tools
-	guard := newOutputGuard(e, cfg)
-	imports, err := importMCPServers(reg, cfg, guard.redactJSON, log)
-	if err != nil {
-		return nil, err
-	}
-	e.SetBuiltins(reg)
+	reg.OnChange(e.ToolsChanged) // an imported server's tools
 	var model agentloop.Model
-	if cfg.LLMModel != "" {
-		m, err := agentloop.NewOpenAI(agentloop.OpenAIConfig{BaseURL: cfg.LLMBaseURL, Model: cfg.LLMModel, APIKey: cfg.LLMAPIKey})
+	if opts.LLMModel != "" {
+		m, err := agentloop.NewOpenAI(agentloop.OpenAIConfig{BaseURL: opts.LLMBaseURL, Model: opts.LLMModel, APIKey: opts.LLMAPIKey})
 		if err != nil {
 			return nil, err
 		}
 		model = m
 	}
-	sandboxed, err := openSandbox(reg, cfg, log)
-	if err != nil {
-		return nil, err
-	}
 	a := &Agent{
 		Registry: reg,
-		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.st, now: e.now}, Log: log},
+		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.Store(), now: e.Now}, Log: log},
 		e:        e,
+		tools:    t,
 		log:      log,
-		limits:   newRunLimits(cfg),
+		limits:   newRunLimits(opts),
 		feeds:    map[string]*runFeed{},
-		imports:  imports,
-		sandbox:  sandboxed,
 	}
-	if cfg.MaxRunInputBytes > 0 {
-		a.Runner.MaxInputBytes = cfg.MaxRunInputBytes
+	if opts.MaxRunInputBytes > 0 {
+		a.Runner.MaxInputBytes = opts.MaxRunInputBytes
 	}
 	// Tool outputs pass the safety step before a model sees them.
-	a.Runner.Guard = guard
-	warnShortKeys(e, cfg, log)
-	a.Runner.TrustRemoteOptOut = cfg.ClientKey != "" // only clients given the key register tools
-	claim := a.claimOrphanRuns
-	e.onOrphanRuns.Store(&claim)
+	a.Runner.Guard = t.guard
+	warnShortKeys(opts, log)
+	a.Runner.TrustRemoteOptOut = opts.ClientKey != "" // only clients given the key register tools
+	a.runs.Go(func() {
+		life := e.Context()
+		for {
+			select {
+			case <-t.orphans:
+				a.claimOrphanRuns(life)
+			case <-life.Done():
+				return
+			}
+		}
+	})
 	return a, nil
 }
 
@@ -136,7 +117,7 @@ func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.
 // (Engine.awaitListing) rather than being refused as unknown. What
 // the servers send back passes redact before it reaches a caller, a run's
 // events or the log.
-func importMCPServers(reg *agentloop.Registry, cfg Config, redact func(json.RawMessage) json.RawMessage, log *slog.Logger) ([]*mcpimport.Server, error) {
+func importMCPServers(reg *agentloop.Registry, cfg Options, redact func(json.RawMessage) json.RawMessage, log *slog.Logger) ([]*mcpimport.Server, error) {
 	var imports []*mcpimport.Server
 	for _, c := range cfg.MCPServers {
 		opts := cfg.MCPOptions
@@ -150,43 +131,17 @@ func importMCPServers(reg *agentloop.Registry, cfg Config, redact func(json.RawM
 	return imports, nil
 }
 
-// startImports starts the imported MCP servers' connection loops. Open
-// calls it after resume: the open calls of imported tools a stopped
-// process left are not run again (their tools are not listed yet then)
-// and end timed_out at their deadline.
-func (a *Agent) startImports() {
-	for _, s := range a.imports {
-		a.log.Info("importing the tools of an MCP server", "mcp_server", s.Name())
-		s.Start()
-	}
-}
-
-// stopImports stops the connection loops, all at once (a command may take
-// its grace period to exit): sessions closed, commands' process groups
-// ended; then the sandboxed tools' watcher and runtime. Close calls it
-// after the engine stopped.
-func (a *Agent) stopImports() {
-	var wg sync.WaitGroup
-	for _, s := range a.imports {
-		wg.Go(func() { s.Close() })
-	}
-	wg.Wait()
-	if a.sandbox != nil {
-		a.sandbox.Close()
-	}
-}
-
-// resume continues the runs and built-in calls a stopped process left
+// Resume continues the runs and built-in calls a stopped process left
 // open. A run waiting on a remote call finds that call again and goes on
 // when the client answers.
-func (a *Agent) resume(ctx context.Context) error {
-	if err := a.e.resumeBuiltinCalls(ctx); err != nil {
+func (a *Agent) Resume(ctx context.Context) error {
+	if err := a.e.ResumeBuiltinCalls(ctx); err != nil {
 		return fmt.Errorf("resume built-in calls: %w", err)
 	}
-	if a.e.shared() {
+	if a.e.Shared() {
 		return nil // the runs of stopped nodes are claimed with their calls (claimOrphanRuns)
 	}
-	ids, err := a.e.st.RunningRunIDs(ctx)
+	ids, err := a.e.Store().RunningRunIDs(ctx)
 	if err != nil {
 		return fmt.Errorf("resume runs: %w", err)
 	}
@@ -216,13 +171,13 @@ func (a *Agent) claimOrphanRuns(ctx context.Context) {
 	if a.Runner.Model == nil {
 		return // left for a node with a model
 	}
-	orphans, err := a.e.st.OrphanedRuns(ctx)
+	orphans, err := a.e.Store().OrphanedRuns(ctx)
 	if err != nil {
 		a.log.Error("list orphaned runs", "err", err)
 		return
 	}
 	for _, o := range orphans {
-		claimed, err := store.WriteValue(ctx, a.e.st, func(tx *store.Tx) (bool, error) { return tx.ClaimRun(o) })
+		claimed, err := store.WriteValue(ctx, a.e.Store(), func(tx *store.Tx) (bool, error) { return tx.ClaimRun(o) })
 		if err != nil || !claimed {
 			continue
 		}
@@ -246,19 +201,20 @@ func (a *Agent) launch(id string, origin handlers.RunOrigin) *runFeed {
 	a.mu.Lock()
 	a.feeds[id] = feed
 	a.mu.Unlock()
+	forget := func() {}
 	if origin.Session != "" && origin.Address != "" {
-		a.e.runAddresses.Store(id, origin.Address)
+		forget = a.e.RunFrom(id, origin.Address)
 	}
 	a.runs.Add(1)
 	go func() {
 		defer a.runs.Done()
-		defer a.e.runAddresses.Delete(id)
+		defer forget()
 		release := sync.OnceFunc(func() {
 			if origin.Session != "" {
 				a.limits.done(origin)
 			}
 		})
-		a.Runner.Drive(a.e.life, id, func(ev agentloop.Event) {
+		a.Runner.Drive(a.e.Context(), id, func(ev agentloop.Event) {
 			if ev.Type == agentloop.EventRunFinished || ev.Type == agentloop.EventRunFailed {
 				release()
 			}
@@ -273,8 +229,8 @@ func (a *Agent) launch(id string, origin handlers.RunOrigin) *runFeed {
 	return feed
 }
 
-// wait waits for the runs' goroutines after the engine closed.
-func (a *Agent) wait() { a.runs.Wait() }
+// Wait waits for the runs' goroutines after the engine closed.
+func (a *Agent) Wait() { a.runs.Wait() }
 
 // IsAgentKey implements handlers.Agent.
 func (a *Agent) IsAgentKey(secret string) bool { return a.e.IsAgentKey(secret) }
@@ -296,8 +252,8 @@ func (a *Agent) StartRun(ctx context.Context, req toolgate.RunRequest, origin ha
 		msgs = append(msgs, toolgate.ChatMessage{Role: toolgate.RoleUser, Content: req.Input})
 	}
 	if req.SessionID != "" {
-		if !a.e.ensureSession(ctx, req.SessionID) {
-			return "", nil, a.e.missingSession(ctx, req.SessionID)
+		if err := a.e.RequireSession(ctx, req.SessionID); err != nil {
+			return "", nil, err
 		}
 	}
 	// A session's token is bounded in the runs it has in progress and
@@ -327,7 +283,7 @@ func (a *Agent) startRun(ctx context.Context, req toolgate.RunRequest, startedBy
 	}
 	return a.Runner.Start(ctx, agentloop.NewRun{
 		SessionID: req.SessionID, StartedBySession: startedBy, Messages: msgs, MaxSteps: req.MaxSteps, MaxCost: req.MaxCost,
-	}, id.String(), a.e.now())
+	}, id.String(), a.e.Now())
 }
 
 // GetRun implements handlers.Agent: the run with its messages and its
@@ -340,7 +296,7 @@ func (a *Agent) GetRun(ctx context.Context, id, sessionID string) (*toolgate.Run
 	if sessionID != "" && run.SessionID != sessionID {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "session %s has no run %s", sessionID, id)
 	}
-	rows, err := a.e.st.ListCalls(ctx, store.CallFilter{RunID: id, Limit: 1000})
+	rows, err := a.e.Store().ListCalls(ctx, store.CallFilter{RunID: id, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
@@ -431,3 +387,21 @@ func (f *runFeed) Next(ctx context.Context, from int) ([]toolgate.RunEvent, bool
 		}
 	}
 }
+
+// engineDispatcher is the engine as the agent loop's Dispatcher: every
+// call of a run goes through Dispatch and is waited on like any caller's.
+type engineDispatcher struct{ e *engine.Engine }
+
+// Dispatch implements agentloop.Dispatcher.
+func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRequest) (*toolgate.Call, error) {
+	call, _, err := d.e.Dispatch(ctx, toolgate.CallRequest{SessionID: req.SessionID, Tool: req.Tool, Args: req.Args},
+		engine.CallOptions{IdempotencyKey: req.IdempotencyKey, RunID: req.RunID})
+	return call, err
+}
+
+// Wait implements agentloop.Dispatcher: it returns once the call has
+// ended, passing on progress reports meanwhile.
+func (d engineDispatcher) Wait(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
+	return d.e.WaitCallProgress(ctx, id, progress)
+}
+

@@ -2,6 +2,7 @@ package agenthost
 
 import (
 	"context"
+	"time"
 
 	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
@@ -12,16 +13,19 @@ import (
 // built-in memory tools. The store checks every bound and returns its
 // refusals as *toolgate.Error (INVALID_ARGS, CONFLICT), which reach the
 // model or the caller as the call's error as they are.
-type memoryNotes struct{ e *Engine }
+type memoryNotes struct {
+	st  *store.Store
+	now func() time.Time
+}
 
 // WriteMemory implements agentloop.MemoryStore.
 func (m memoryNotes) WriteMemory(ctx context.Context, scope, key, text string) (bool, error) {
-	return m.e.st.WriteMemory(ctx, store.MemoryWrite{Scope: scope, Key: key, Text: text, Now: m.e.now()})
+	return m.st.WriteMemory(ctx, store.MemoryWrite{Scope: scope, Key: key, Text: text, Now: m.now()})
 }
 
 // ReadMemory implements agentloop.MemoryStore.
 func (m memoryNotes) ReadMemory(ctx context.Context, scope, key string) (*agentloop.MemoryNote, error) {
-	row, err := m.e.st.ReadMemory(ctx, scope, key)
+	row, err := m.st.ReadMemory(ctx, scope, key)
 	if err != nil || row == nil {
 		return nil, err
 	}
@@ -31,7 +35,7 @@ func (m memoryNotes) ReadMemory(ctx context.Context, scope, key string) (*agentl
 
 // SearchMemory implements agentloop.MemoryStore.
 func (m memoryNotes) SearchMemory(ctx context.Context, scope, query string, limit int) ([]agentloop.MemoryNote, error) {
-	rows, err := m.e.st.SearchMemory(ctx, scope, query, limit)
+	rows, err := m.st.SearchMemory(ctx, scope, query, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -12,12 +12,13 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/mcpserve"
 	"github.com/toolgate/toolgate/outputsafety"
 )
 
-// The engine passes MCP calls' results through the safety step.
-var _ mcpserve.OutputGuard = (*Engine)(nil)
+// The MCP endpoint's calls' results pass through the safety step.
+var _ mcpserve.OutputGuard = MCPGuard{}
 
 // outputGuard is the agent loop's safety step (agentloop.OutputGuard)
 // made of an outputsafety.Sanitizer.
@@ -28,9 +29,9 @@ type outputGuard struct{ s *outputsafety.Sanitizer }
 // generated; it changes only at a restart), the model's API key, the
 // client key, and the passwords in the database URL and the imported MCP
 // servers' URLs.
-func newOutputGuard(e *Engine, cfg Config) outputGuard {
+func newOutputGuard(cfg Options) outputGuard {
 	secrets := []outputsafety.Secret{
-		{Name: "agent_key", Value: e.AgentKey()},
+		{Name: "agent_key", Value: cfg.AgentKey.Plain()},
 		{Name: "llm_api_key", Value: cfg.LLMAPIKey},
 		{Name: "client_key", Value: cfg.ClientKey},
 		{Name: "database_password", Value: urlPassword(cfg.DBPath)},
@@ -48,9 +49,9 @@ const shortKeyLength = 16
 // than shortKeyLength: easy to guess, and the safety step redacts its
 // text from tool outputs wherever it appears, ordinary words included —
 // or, under outputsafety.MinSecretLength, not at all.
-func warnShortKeys(e *Engine, cfg Config, log *slog.Logger) {
+func warnShortKeys(cfg Options, log *slog.Logger) {
 	for _, k := range []struct{ name, flag, value string }{
-		{"agent key", "--agent-key", e.AgentKey()},
+		{"agent key", "--agent-key", cfg.AgentKey.Plain()},
 		{"client key", "--client-key", cfg.ClientKey},
 	} {
 		n := utf8.RuneCountInString(k.value)
@@ -101,13 +102,22 @@ func (g outputGuard) GuardOutput(tool string, output json.RawMessage, full bool)
 	return res
 }
 
+// MCPGuard is the engine as the MCP endpoint uses it: its calls, with
+// their results passed through the same safety step as a run's
+// (mcpserve.OutputGuard).
+type MCPGuard struct {
+	*engine.Engine
+	Tools     *Tools
+	ClientKey string // set: a remote tool's opt-out of the safety step counts
+}
+
 // GuardCallResult implements mcpserve.OutputGuard: a call made through
 // the MCP endpoint passes the same safety step as a run's, before the
 // host hands its result to its model. The call record keeps the raw
 // output.
-func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve.GuardedCall {
-	full := e.needsSanitization(ctx, c.SessionID, c.Tool)
-	g := newOutputGuard(e, e.cfg)
+func (m MCPGuard) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve.GuardedCall {
+	full := m.needsSanitization(ctx, c.SessionID, c.Tool)
+	g := m.Tools.guard
 	out := *c
 	var findings []agentloop.OutputFinding
 	var notice string
@@ -154,8 +164,8 @@ func (e *Engine) GuardCallResult(ctx context.Context, c *toolgate.Call) mcpserve
 // ProgressGuard implements mcpserve.OutputGuard: a progress report
 // forwarded to an MCP host is redacted as the agent loop redacts the
 // progress it shows in a run's events.
-func (e *Engine) ProgressGuard(ctx context.Context, sid, tool string) func(json.RawMessage) json.RawMessage {
-	g, full := newOutputGuard(e, e.cfg), e.needsSanitization(ctx, sid, tool)
+func (m MCPGuard) ProgressGuard(ctx context.Context, sid, tool string) func(json.RawMessage) json.RawMessage {
+	g, full := m.Tools.guard, m.needsSanitization(ctx, sid, tool)
 	return func(report json.RawMessage) json.RawMessage {
 		if len(report) == 0 {
 			return report
@@ -169,16 +179,16 @@ func (e *Engine) ProgressGuard(ctx context.Context, sid, tool string) func(json.
 // its spec's requires_sanitization, else the default for where it runs
 // (agentloop.NeedsSanitization: a remote tool's opt-out counts only when
 // the gateway requires a client key). A tool no longer listed passes it.
-func (e *Engine) needsSanitization(ctx context.Context, sid, tool string) bool {
+func (m MCPGuard) needsSanitization(ctx context.Context, sid, tool string) bool {
 	var infos []toolgate.ToolInfo
 	if sid == "" {
-		infos = e.GatewayTools()
+		infos = m.Engine.GatewayTools()
 	} else {
-		infos, _ = e.ListTools(ctx, sid)
+		infos, _ = m.Engine.ListTools(ctx, sid)
 	}
 	for _, info := range infos {
 		if info.Name == tool {
-			return agentloop.NeedsSanitization(info.ToolSpec, info.Source, e.cfg.ClientKey != "")
+			return agentloop.NeedsSanitization(info.ToolSpec, info.Source, m.ClientKey != "")
 		}
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/keyedlimit"
 )
@@ -35,10 +36,10 @@ type runLimits struct {
 	total      int            // the sum of inProgress
 }
 
-func newRunLimits(cfg Config) *runLimits {
+func newRunLimits(cfg Options) *runLimits {
 	return &runLimits{
 		maxInProgress: cfg.MaxRunsPerSession,
-		maxPerAddress: cfg.runsPerAddress(),
+		maxPerAddress: cfg.MaxRunsPerAddress,
 		maxTotal:      cfg.MaxSessionRuns,
 		starts:        keyedlimit.New(cfg.RunRate, cfg.RunBurst, maxTrackedRunSessions),
 		inProgress:    map[string]int{},
@@ -49,8 +50,8 @@ func newRunLimits(cfg Config) *runLimits {
 // busy is the 429 RATE_LIMITED refusal of a run when a share is full.
 func busy(limit int, format string, args ...any) error {
 	err := toolgate.Errorf(toolgate.ERateLimited, format, args...)
-	err.RetryAfterSeconds = busyRetryAfterSeconds
-	return err.WithDetails(map[string]any{"retry_after_seconds": busyRetryAfterSeconds, "limit": limit})
+	err.RetryAfterSeconds = engine.BusyRetryAfterSeconds
+	return err.WithDetails(map[string]any{"retry_after_seconds": engine.BusyRetryAfterSeconds, "limit": limit})
 }
 
 // admit takes a slot for a new run started by a session (origin.Session,

@@ -15,7 +15,7 @@ import (
 // set: a module named like a built-in tool or inside an imported MCP
 // server's prefix is logged and not listed (Registry.CheckSetToolName).
 // The set watches the directory until Agent.stopImports closes it.
-func openSandbox(reg *agentloop.Registry, cfg Config, log *slog.Logger) (*sandbox.ToolSet, error) {
+func openSandbox(reg *agentloop.Registry, cfg Options, log *slog.Logger) (*sandbox.ToolSet, error) {
 	if cfg.SandboxDir == "" {
 		return nil, nil
 	}
@@ -39,7 +39,7 @@ func openSandbox(reg *agentloop.Registry, cfg Config, log *slog.Logger) (*sandbo
 
 // sandboxCacheDir is where compiled modules are kept: Config's, else
 // toolgate/wazero in the user's cache directory, else nowhere (memory).
-func sandboxCacheDir(cfg Config) string {
+func sandboxCacheDir(cfg Options) string {
 	if cfg.SandboxCacheDir != "" {
 		return cfg.SandboxCacheDir
 	}

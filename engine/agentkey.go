@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,34 +34,31 @@ const (
 	generatedKeyLen = len(agentKeyPrefix) + 43
 )
 
-// agentKey is the caller/admin secret as the engine knows it: the key
+// AgentKey is the caller/admin secret as the engine knows it: the key
 // (configured, read from the key file, or generated) and its hash. It is
-// set once, before serving, and only read after.
-type agentKey struct {
+// set once, by LoadAgentKey, and only read after.
+type AgentKey struct {
 	plain string   // the key
 	hash  [32]byte // SHA-256 of the key
 	file  string   // the key file, "" for a database in memory
 }
 
+// Plain returns the key.
+func (k *AgentKey) Plain() string { return k.plain }
+
+// File returns the file a generated key is kept in ("" for a database in
+// memory).
+func (k *AgentKey) File() string { return k.file }
+
 // matches reports, in constant time, whether secret is the key.
-func (k *agentKey) matches(secret string) bool {
+func (k *AgentKey) matches(secret string) bool {
 	sum := sha256.Sum256([]byte(secret))
 	return secret != "" && subtle.ConstantTimeCompare(sum[:], k.hash[:]) == 1
 }
 
 // foundIn reports whether s holds the key anywhere.
-func (k *agentKey) foundIn(s string) bool {
+func (k *AgentKey) foundIn(s string) bool {
 	return k.plain != "" && strings.Contains(s, k.plain)
-}
-
-// AgentKeyFile is the key file of the database at dbPath: where a
-// generated agent key is written, readable by its owner alone; "" for a
-// database in memory, whose key is only printed.
-func AgentKeyFile(dbPath string) string {
-	if dbPath == "" || dbPath == ":memory:" || IsPostgresURL(dbPath) {
-		return "" // a PostgreSQL deployment configures its key on every node
-	}
-	return dbPath + ".agent-key"
 }
 
 // AgentKey returns the caller/admin secret: configured, read from the key
@@ -79,7 +77,32 @@ func (e *Engine) IsAgentKey(secret string) bool { return e.agentKey.matches(secr
 // metadata is scrubbed of it).
 func (e *Engine) holdsAgentKey(s string) bool { return e.agentKey.foundIn(s) }
 
-// loadAgentKey moves an earlier version's plain key out of the database,
+// LoadAgentKey reads, or generates, the agent key of the database st
+// (see keyLoader.load): configured is the key given in the configuration
+// ("" for none), file the key file (AgentKeyFile in package server; "" for
+// a database in memory). The process loads it before it builds the tools
+// and the engine, which both need it.
+func LoadAgentKey(ctx context.Context, st *store.Store, configured, file string, log *slog.Logger) (*AgentKey, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &keyLoader{st: st, log: log, configured: configured, file: file, key: &AgentKey{}}
+	if err := l.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.key, nil
+}
+
+// keyLoader loads the agent key at start.
+type keyLoader struct {
+	st         *store.Store
+	log        *slog.Logger
+	configured string
+	file       string
+	key        *AgentKey
+}
+
+// load moves an earlier version's plain key out of the database,
 // then takes the configured key, or the key of the key file, or generates
 // one:
 //
@@ -96,47 +119,47 @@ func (e *Engine) holdsAgentKey(s string) bool { return e.agentKey.foundIn(s) }
 //     When a hash was stored, this is a rotation: the old key stops
 //     working, logged as a warning. Deleting the key file is how an
 //     operator rotates a generated key.
-func (e *Engine) loadAgentKey(ctx context.Context) error {
-	e.agentKey.file = AgentKeyFile(e.cfg.DBPath)
-	removeStaleKeyFiles(e.agentKey.file)
-	stored, err := e.migratePlainAgentKey(ctx)
+func (l *keyLoader) load(ctx context.Context) error {
+	l.key.file = l.file
+	removeStaleKeyFiles(l.key.file)
+	stored, err := l.migratePlainAgentKey(ctx)
 	if err != nil {
 		return err
 	}
-	if e.cfg.AgentKey != "" {
-		e.setAgentKey(e.cfg.AgentKey)
-		return e.revokeGeneratedAgentKey(ctx, stored)
+	if l.configured != "" {
+		l.setAgentKey(l.configured)
+		return l.revokeGeneratedAgentKey(ctx, stored)
 	}
-	fromFile, found, err := e.readAgentKeyFile()
+	fromFile, found, err := l.readAgentKeyFile()
 	if err != nil {
 		return err
 	}
 	switch {
 	case fromFile != "" && hashToken(fromFile) == stored:
-		e.setAgentKey(fromFile)
+		l.setAgentKey(fromFile)
 		return nil
 	case isGeneratedKey(fromFile):
 		if stored != "" {
-			e.log.Warn("the agent key file holds another key than the one whose hash is stored: it is adopted, and the old key no longer works",
-				"key_file", e.agentKey.file)
+			l.log.Warn("the agent key file holds another key than the one whose hash is stored: it is adopted, and the old key no longer works",
+				"key_file", l.key.file)
 		}
-		e.setAgentKey(fromFile)
+		l.setAgentKey(fromFile)
 	default:
 		if found {
-			e.log.Warn("the agent key file is empty or malformed (a start that stopped while writing it?): a new key replaces it",
-				"key_file", e.agentKey.file)
+			l.log.Warn("the agent key file is empty or malformed (a start that stopped while writing it?): a new key replaces it",
+				"key_file", l.key.file)
 		}
 		key := agentKeyPrefix + newSecret()
-		if err := writeAgentKeyFile(e.agentKey.file, key, found); err != nil {
+		if err := writeAgentKeyFile(l.key.file, key, found); err != nil {
 			return err
 		}
 		if stored != "" {
-			e.log.Warn("AGENT KEY ROTATED: the key file was missing or damaged, so a new agent key was generated; the old key no longer works, and callers need the new one from the key file",
-				"key_file", e.agentKey.file)
+			l.log.Warn("AGENT KEY ROTATED: the key file was missing or damaged, so a new agent key was generated; the old key no longer works, and callers need the new one from the key file",
+				"key_file", l.key.file)
 		}
-		e.setAgentKey(key)
+		l.setAgentKey(key)
 	}
-	if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(agentKeyHashSetting, hashToken(e.agentKey.plain)) }); err != nil {
+	if err := l.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(agentKeyHashSetting, hashToken(l.key.plain)) }); err != nil {
 		return fmt.Errorf("store the agent key's hash: %w", err)
 	}
 	return nil
@@ -146,26 +169,26 @@ func (e *Engine) loadAgentKey(ctx context.Context) error {
 // stored hash, when a key is configured. The file goes first: a hash left
 // alone by a crash is replaced at the next start without the flag (as for
 // a deleted key file), while a file left alone would be adopted.
-func (e *Engine) revokeGeneratedAgentKey(ctx context.Context, stored string) error {
+func (l *keyLoader) revokeGeneratedAgentKey(ctx context.Context, stored string) error {
 	removed := false
-	if e.agentKey.file != "" {
-		err := os.Remove(e.agentKey.file)
+	if l.key.file != "" {
+		err := os.Remove(l.key.file)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove the generated agent key's file, which --agent-key replaces: %w", err)
 		}
 		if removed = err == nil; removed {
-			syncDir(filepath.Dir(e.agentKey.file))
+			syncDir(filepath.Dir(l.key.file))
 		}
 	}
 	if stored != "" {
-		if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.DeleteSetting(agentKeyHashSetting) }); err != nil {
+		if err := l.st.Write(ctx, func(tx *store.Tx) error { return tx.DeleteSetting(agentKeyHashSetting) }); err != nil {
 			return fmt.Errorf("remove the generated agent key's hash, which --agent-key replaces: %w", err)
 		}
 		removed = true
 	}
 	if removed {
-		e.log.Warn("the configured agent key replaces the generated one: the generated key is revoked and its key file removed; without --agent-key the next start generates a new key",
-			"key_file", e.agentKey.file)
+		l.log.Warn("the configured agent key replaces the generated one: the generated key is revoked and its key file removed; without --agent-key the next start generates a new key",
+			"key_file", l.key.file)
 	}
 	return nil
 }
@@ -187,26 +210,26 @@ func isGeneratedKey(s string) bool {
 // migratePlainAgentKey replaces a plain key an earlier version stored by
 // its hash, writing it to the key file when there is none, and returns the
 // stored hash ("" when there is none).
-func (e *Engine) migratePlainAgentKey(ctx context.Context) (string, error) {
-	hash, _, err := e.st.Setting(ctx, agentKeyHashSetting)
+func (l *keyLoader) migratePlainAgentKey(ctx context.Context) (string, error) {
+	hash, _, err := l.st.Setting(ctx, agentKeyHashSetting)
 	if err != nil {
 		return "", fmt.Errorf("read the agent key's hash: %w", err)
 	}
-	plain, ok, err := e.st.Setting(ctx, agentKeySetting)
+	plain, ok, err := l.st.Setting(ctx, agentKeySetting)
 	if err != nil || !ok {
 		return hash, err
 	}
 	if hash == "" {
 		hash = hashToken(plain)
 	}
-	if hash == hashToken(plain) && e.agentKey.file != "" {
-		if _, err := os.Stat(e.agentKey.file); errors.Is(err, fs.ErrNotExist) {
-			if err := writeAgentKeyFile(e.agentKey.file, plain, false); err != nil {
+	if hash == hashToken(plain) && l.key.file != "" {
+		if _, err := os.Stat(l.key.file); errors.Is(err, fs.ErrNotExist) {
+			if err := writeAgentKeyFile(l.key.file, plain, false); err != nil {
 				return "", err
 			}
 		}
 	}
-	err = e.st.Write(ctx, func(tx *store.Tx) error {
+	err = l.st.Write(ctx, func(tx *store.Tx) error {
 		if err := tx.PutSetting(agentKeyHashSetting, hash); err != nil {
 			return err
 		}
@@ -215,30 +238,30 @@ func (e *Engine) migratePlainAgentKey(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("replace the stored agent key by its hash: %w", err)
 	}
-	e.log.Info("the agent key stored in the database was replaced by its hash; the key is in the key file", "key_file", e.agentKey.file)
+	l.log.Info("the agent key stored in the database was replaced by its hash; the key is in the key file", "key_file", l.key.file)
 	return hash, nil
 }
 
-func (e *Engine) setAgentKey(key string) {
-	e.agentKey.plain = key
-	e.agentKey.hash = sha256.Sum256([]byte(key))
+func (l *keyLoader) setAgentKey(key string) {
+	l.key.plain = key
+	l.key.hash = sha256.Sum256([]byte(key))
 }
 
 // readAgentKeyFile returns the key in the key file ("" when there is
 // none, or the file is empty) and whether the file exists. A key file
 // others may read is logged.
-func (e *Engine) readAgentKeyFile() (key string, found bool, err error) {
-	if e.agentKey.file == "" {
+func (l *keyLoader) readAgentKeyFile() (key string, found bool, err error) {
+	if l.key.file == "" {
 		return "", false, nil
 	}
-	b, err := os.ReadFile(e.agentKey.file)
+	b, err := os.ReadFile(l.key.file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	} else if err != nil {
 		return "", false, fmt.Errorf("read the agent key file: %w", err)
 	}
-	if info, err := os.Stat(e.agentKey.file); err == nil && info.Mode().Perm()&0o077 != 0 {
-		e.log.Warn("the agent key file can be read by other users; chmod 600 it", "key_file", e.agentKey.file, "mode", info.Mode().Perm().String())
+	if info, err := os.Stat(l.key.file); err == nil && info.Mode().Perm()&0o077 != 0 {
+		l.log.Warn("the agent key file can be read by other users; chmod 600 it", "key_file", l.key.file, "mode", info.Mode().Perm().String())
 	}
 	return strings.TrimSpace(string(b)), true, nil
 }

@@ -23,7 +23,7 @@ func (e *Engine) admitRemote(sid string, spec toolgate.ToolSpec) error {
 }
 
 // builtinEntry returns a built-in tool with its compiled schema.
-func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
+func (e *Engine) builtinEntry(name string) (BuiltinTool, *toolEntry, error) {
 	if e.builtins == nil {
 		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
 	}
@@ -31,7 +31,7 @@ func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
 	if !ok {
 		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
 	}
-	spec := agentloop.Spec(tool)
+	spec := tool.Spec()
 	e.builtinMu.Lock()
 	defer e.builtinMu.Unlock()
 	entry := e.builtinEntries[name]
@@ -50,7 +50,7 @@ func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
 // that server has listed its tools (the gateway just started, a run
 // resumed) wait for the listing, for at most the call's timeout, rather
 // than be refused as unknown; TOOL_OFFLINE when the server has not listed
-// by then (agentloop.Registry.AwaitListing).
+// by then (BuiltinTools.AwaitListing).
 func (e *Engine) awaitListing(ctx context.Context, req toolgate.CallRequest) error {
 	if e.builtins == nil {
 		return nil
@@ -75,10 +75,8 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	if err != nil {
 		return nil, false, err
 	}
-	if a, ok := tool.(agentloop.Availability); ok {
-		if err := a.Unavailable(); err != nil {
-			return nil, false, err // not stored: the tool cannot run now
-		}
+	if err := tool.Unavailable(); err != nil {
+		return nil, false, err // not stored: the tool cannot run now
 	}
 	if err := entry.validateArgs(ctx, args); err != nil {
 		return nil, false, err
@@ -93,7 +91,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	}
 	// The call keeps the tool's estimate for these arguments.
 	spec := entry.spec
-	if c := agentloop.CallEstimate(tool, args); c > 0 {
+	if c := tool.Estimate(args); c > 0 {
 		spec.EstimatedCost = c
 	}
 	now := e.now()
@@ -113,11 +111,11 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // call still open when the process stops is run again at the next start
 // (resumeBuiltinCalls); one whose deadline passed ends timed_out through
 // the deadline queue. A call of a run that a session's token started runs
-// on behalf of that session (agentloop.WithCallerSession), so a built-in
+// on behalf of that session (BuiltinCall.CallerSession), so a built-in
 // tool such as call_history shows that session no one else's calls, and
-// from its run's client address (agentloop.WithCallerAddress), so the
+// from its run's client address (BuiltinCall.CallerAddress), so the
 // sandbox shares its slots per address too.
-func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
+func (e *Engine) startBuiltin(row *store.CallRow, tool BuiltinTool) {
 	id, args := row.ID, json.RawMessage(row.Args)
 	caller, address := "", ""
 	if row.RunID.Valid {
@@ -148,19 +146,16 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 		if len(e.waiters.stillOpen([]string{id})) == 0 {
 			return
 		}
-		ctx = agentloop.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, p) })
+		call := BuiltinCall{Progress: func(p json.RawMessage) { e.builtinProgress(id, p) }}
 		if caller != "" {
-			ctx = agentloop.WithCallerSession(ctx, caller)
-			if address != "" {
-				ctx = agentloop.WithCallerAddress(ctx, address)
-			}
+			call.CallerSession, call.CallerAddress = caller, address
 		}
 		started := e.now()
-		res, err := tool.Execute(ctx, args)
+		output, err := tool.Run(ctx, args, call)
 		if ctx.Err() != nil {
 			return // timed out (the deadline queue ends it) or shutting down
 		}
-		o := store.Outcome{Status: toolgate.StatusCompleted, Output: res.Output}
+		o := store.Outcome{Status: toolgate.StatusCompleted, Output: output}
 		if len(o.Output) == 0 {
 			o.Output = []byte("null")
 		}
@@ -216,7 +211,7 @@ func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
 
 // resumeBuiltinCall runs again an open call of a tool inside the gateway
 // that a stopped process (or node) was running, unless its tool says it
-// must not run again with these arguments (agentloop.Rerunnable): that
+// must not run again with these arguments (BuiltinTool.SafeToRerun): that
 // call ends failed with INTERRUPTED.
 func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 	tool, _, err := e.builtinEntry(r.Tool)
@@ -225,7 +220,7 @@ func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 		return
 	}
 	e.waiters.opened(r.ID, "", 0) // stored already: counted, never refused
-	if rr, ok := tool.(agentloop.Rerunnable); ok && !rr.SafeToRerun(json.RawMessage(r.Args)) {
+	if !tool.SafeToRerun(json.RawMessage(r.Args)) {
 		e.endInterrupted(r)
 		return
 	}

@@ -2,10 +2,10 @@ package engine
 
 import "github.com/toolgate/toolgate"
 
-// busyRetryAfterSeconds is the Retry-After of a refusal whose end no
+// BusyRetryAfterSeconds is the Retry-After of a refusal whose end no
 // clock tells (calls or runs still open end when they end): a few
 // seconds, long enough not to be hammered, short enough to be polite.
-const busyRetryAfterSeconds = 5
+const BusyRetryAfterSeconds = 5
 
 // tooManyOpenCalls refuses a call to a session that already has limit
 // calls not yet final (Config.MaxOpenCallsPerSession). The count is the
@@ -14,6 +14,6 @@ const busyRetryAfterSeconds = 5
 func tooManyOpenCalls(sid string, limit int) error {
 	err := toolgate.Errorf(toolgate.ERateLimited,
 		"session %s already has %d calls not yet answered, the most one session may have; retry when some have ended", sid, limit)
-	err.RetryAfterSeconds = busyRetryAfterSeconds
-	return err.WithDetails(map[string]any{"retry_after_seconds": busyRetryAfterSeconds, "limit": limit})
+	err.RetryAfterSeconds = BusyRetryAfterSeconds
+	return err.WithDetails(map[string]any{"retry_after_seconds": BusyRetryAfterSeconds, "limit": limit})
 }

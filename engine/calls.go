@@ -376,6 +376,13 @@ func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*
 
 // ListCalls returns the call history, newest first, a page at a time.
 func (e *Engine) ListCalls(ctx context.Context, q toolgate.CallQuery) (*toolgate.CallList, error) {
+	return ListCalls(ctx, e.st, q)
+}
+
+// ListCalls returns the call history of st, newest first, a page at a
+// time: the engine's, for whoever needs it before the engine is built (the
+// call_history tool).
+func ListCalls(ctx context.Context, st *store.Store, q toolgate.CallQuery) (*toolgate.CallList, error) {
 	if q.Status != "" && !q.Status.Valid() {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "unknown status %q", q.Status)
 	}
@@ -390,7 +397,7 @@ func (e *Engine) ListCalls(ctx context.Context, q toolgate.CallQuery) (*toolgate
 	if q.Limit > 500 {
 		q.Limit = 500
 	}
-	rows, err := e.st.ListCalls(ctx, store.CallFilter{
+	rows, err := st.ListCalls(ctx, store.CallFilter{
 		SessionID: q.SessionID, Tool: q.Tool, Status: string(q.Status), Before: q.Before, Limit: q.Limit + 1,
 	})
 	if err != nil {

@@ -412,8 +412,11 @@ func (e *Engine) claimOrphans(ctx context.Context) {
 		e.log.Info("claimed a built-in call of a stopped node", "call", o.ID, "from", o.Node)
 		e.resumeBuiltinCall(ctx, row)
 	}
-	if fn := e.onOrphanRuns.Load(); fn != nil {
-		(*fn)(ctx)
+	if e.cfg.OrphanRuns != nil {
+		select {
+		case e.cfg.OrphanRuns <- struct{}{}:
+		default: // one signal pending is enough
+		}
 	}
 }
 

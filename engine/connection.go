@@ -77,7 +77,7 @@ func (c *connRecord) view(state string) toolgate.Connection {
 
 // presence is the session's presence at now: connected, away (within its
 // grace) or offline.
-func (s *sessionState) presence(now time.Time, cfg Config) string {
+func (s *sessionState) presence(now time.Time, cfg Options) string {
 	switch {
 	case s.online(now, cfg.PollWait):
 		return toolgate.PresenceConnected

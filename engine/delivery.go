@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -294,4 +295,20 @@ func (e *Engine) Delivered(sid string, events []toolgate.Event) {
 			e.log.Debug("call delivered", "call", id, "session", sid)
 		}
 	}
+}
+
+// Listeners counts the streams and held polls the engine holds for
+// session sid (its own streams and polls and its places on multi-session
+// ones): -1 for a session not in the table, and an error when the
+// session's counts disagree with its set of listeners.
+func (e *Engine) Listeners(sid string) (int, error) {
+	n := -1
+	var err error
+	e.sessions.with(sid, func(s *sessionState) {
+		n = len(s.listeners)
+		if s.streams+s.polls != n {
+			err = fmt.Errorf("session %s counts %d streams and %d polls but holds %d listeners", sid, s.streams, s.polls, n)
+		}
+	})
+	return n, err
 }

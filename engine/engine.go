@@ -9,35 +9,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
 )
-
-// BuiltinTools is what the engine needs to know of the tools that run inside
-// the gateway: their names, so that no remote tool shadows one, their
-// listing for GET /api/tools, the tools themselves, which the engine runs
-// for calls without a session, and the check a remote registration passes
-// (no shadowing, the registration rules). The agent loop's registry
-// provides it.
-type BuiltinTools interface {
-	Has(name string) bool
-	List() []toolgate.ToolInfo
-	Builtin(name string) (agentloop.Tool, bool)
-	// SourceOf says where the tool called without a session of that name
-	// comes from: built in, or an imported MCP server.
-	SourceOf(name string) toolgate.ToolSource
-	CheckRemote(sessionID string, spec toolgate.ToolSpec) error
-	// AwaitListing lets a call of an imported MCP server's tool made
-	// before that server has listed its tools wait for the listing, until
-	// ctx ends, and returns TOOL_OFFLINE when it has not listed by then.
-	AwaitListing(ctx context.Context, name string) error
-}
 
 // Engine is the gateway's core. All state changes go through the store
 // before anyone is told of them; the engine's memory holds only what can be
@@ -47,11 +25,11 @@ type BuiltinTools interface {
 // (sessiontable.go), callWaiters (waiters.go), deliveryMarks (marks.go),
 // progressWatchers (progress.go) and deadlineQueue (deadlines.go).
 type Engine struct {
-	cfg      Config
+	cfg      Options
 	st       *store.Store
 	log      *slog.Logger
 	now      func() time.Time
-	agentKey agentKey // the caller/admin secret, known by its hash (agentkey.go)
+	agentKey *AgentKey // the caller/admin secret, known by its hash (agentkey.go)
 	builtins BuiltinTools
 	hooks    *agentloop.Hooks // before-call hooks and registration rules
 	metrics  *metrics
@@ -74,12 +52,8 @@ type Engine struct {
 
 	// runAddresses is the client address each run in progress that a
 	// session's token started came from (the agent's launch sets it), for
-	// the built-in calls of that run (agentloop.WithCallerAddress).
+	// the built-in calls of that run (BuiltinCall.CallerAddress).
 	runAddresses sync.Map // run id → address
-
-	// onOrphanRuns is the agent's, for several nodes (cluster.go): asked
-	// to claim the runs of stopped nodes.
-	onOrphanRuns atomic.Pointer[func(ctx context.Context)]
 
 	// syncedAt is when the last re-read of other nodes' changes began
 	// (cluster.go resync), under syncMu; syncRetry marks a retry pending.
@@ -91,23 +65,22 @@ type Engine struct {
 	stopped sync.WaitGroup
 }
 
-// NewEngine builds the engine over an open store and recovers its state:
-// open sessions and their tools, the agent key, and the deadlines of open
-// calls (those already past end as timed_out at once). Every session counts
-// as seen now, so grace and time-to-live start again after a restart.
-func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (*Engine, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+// New builds the engine over an open store and recovers its state: open
+// sessions and their tools, the agent key, and the deadlines of open calls
+// (those already past end as timed_out at once). Every session counts as
+// seen now, so grace and time-to-live start again after a restart.
+func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{
-		cfg:       cfg,
+		cfg:       opts,
 		st:        st,
 		log:       log,
 		now:       time.Now,
+		agentKey:  opts.AgentKey,
+		builtins:  opts.Builtins,
+		hooks:     opts.Hooks,
 		sessions:  newSessionTable(),
 		marks:     newDeliveryMarks(st),
 		progress:  newProgressWatchers(),
@@ -116,23 +89,15 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		waiters:   newCallWaiters(),
 		schemas:   newSchemaCache(),
 		stop:      make(chan struct{}),
-		hooks:     &agentloop.Hooks{},
 
 		builtinEntries: map[string]*toolEntry{},
 	}
+	if e.hooks == nil {
+		e.hooks = &agentloop.Hooks{}
+	}
 	e.life, e.endLife = context.WithCancel(context.Background())
-	if cfg.Now != nil {
-		e.now = cfg.Now
-	}
-	if cfg.ToolNamePattern != "" {
-		re, err := regexp.Compile(cfg.ToolNamePattern)
-		if err != nil {
-			return nil, fmt.Errorf("tool name pattern: %w", err)
-		}
-		e.hooks.OnBeforeRegister(agentloop.ToolNamePolicy(re))
-	}
-	if err := e.loadAgentKey(ctx); err != nil {
-		return nil, err
+	if opts.Now != nil {
+		e.now = opts.Now
 	}
 	if err := e.loadSessions(ctx); err != nil {
 		return nil, err
@@ -158,10 +123,6 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 	log.Info("engine recovered", "sessions", e.sessions.count(), "open_calls", len(open))
 	return e, nil
 }
-
-// SetBuiltins tells the engine which tools run inside the gateway. Call it
-// before serving.
-func (e *Engine) SetBuiltins(b BuiltinTools) { e.builtins = b }
 
 // Hooks returns the chain every call (before it is stored) and every
 // remote tool registration passes; embedders add their own hooks to it.

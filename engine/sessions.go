@@ -82,13 +82,13 @@ func (s *sessionState) online(now time.Time, pollWait time.Duration) bool {
 
 // reachable reports whether calls may be sent: online, or offline for less
 // than the grace period (calls then wait for the client to come back).
-func (s *sessionState) reachable(now time.Time, cfg Config) bool {
+func (s *sessionState) reachable(now time.Time, cfg Options) bool {
 	return s.online(now, cfg.PollWait) || now.Sub(s.lastSeen) < cfg.SessionGrace
 }
 
 // reachabilityChangedLocked notes whether the session is reachable now and
 // reports whether that differs from the last time it was looked at.
-func (s *sessionState) reachabilityChangedLocked(now time.Time, cfg Config) bool {
+func (s *sessionState) reachabilityChangedLocked(now time.Time, cfg Options) bool {
 	r := s.reachable(now, cfg)
 	changed := r != s.shownReachable
 	s.shownReachable = r

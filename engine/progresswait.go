@@ -6,25 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
-
-// engineDispatcher is the engine as the agent loop's Dispatcher: every
-// call of a run goes through Dispatch and is waited on like any caller's.
-type engineDispatcher struct{ e *Engine }
-
-// Dispatch implements agentloop.Dispatcher.
-func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRequest) (*toolgate.Call, error) {
-	call, _, err := d.e.Dispatch(ctx, toolgate.CallRequest{SessionID: req.SessionID, Tool: req.Tool, Args: req.Args},
-		CallOptions{IdempotencyKey: req.IdempotencyKey, RunID: req.RunID})
-	return call, err
-}
-
-// Wait implements agentloop.Dispatcher: it returns once the call has
-// ended, passing on progress reports meanwhile.
-func (d engineDispatcher) Wait(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
-	return d.e.WaitCallProgress(ctx, id, progress)
-}
 
 // WaitCallProgress returns a call once it has ended, passing each progress
 // report stored meanwhile to progress (when not nil; a report that comes
