@@ -404,4 +404,3 @@ func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRe
 func (d engineDispatcher) Wait(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
 	return d.e.WaitCallProgress(ctx, id, progress)
 }
-

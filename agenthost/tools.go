@@ -154,7 +154,9 @@ func (t builtinTool) Unavailable() error {
 }
 
 // Estimate implements engine.BuiltinTool.
-func (t builtinTool) Estimate(args json.RawMessage) float64 { return agentloop.CallEstimate(t.Tool, args) }
+func (t builtinTool) Estimate(args json.RawMessage) float64 {
+	return agentloop.CallEstimate(t.Tool, args)
+}
 
 // SafeToRerun implements engine.BuiltinTool.
 func (t builtinTool) SafeToRerun(args json.RawMessage) bool {

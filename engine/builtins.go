@@ -172,11 +172,7 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool BuiltinTool) {
 			if err := tx.MarkDelivered([]string{id}, started); err != nil {
 				return false, err
 			}
-			if e.shared() {
-				// Unless another node claimed the call meanwhile.
-				return tx.FinishOwnCall(id, o, e.now())
-			}
-			return tx.FinishCall(id, o, e.now())
+			return e.nodes.finishCall(tx, id, o, e.now())
 		})
 		if werr != nil {
 			e.log.Error("store built-in call outcome", "call", id, "err", werr)
@@ -193,11 +189,8 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool BuiltinTool) {
 // resumeBuiltinCalls runs again the built-in calls a stopped process left
 // open (pending), so a run waiting on one goes on.
 func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
-	if e.shared() {
-		// Other nodes may be running them: only those of stopped nodes
-		// are taken over, now and by the sweep (claimOrphans).
-		e.claimOrphans(ctx)
-		return nil
+	if e.nodes.resumeBuiltins(ctx) {
+		return nil // other nodes may be running them (cluster.go)
 	}
 	rows, err := e.st.OpenBuiltinCalls(ctx)
 	if err != nil {
@@ -235,10 +228,7 @@ func (e *Engine) endInterrupted(r *store.CallRow) {
 	o := store.Outcome{Status: toolgate.StatusFailed, ErrorCode: toolgate.EInterrupted,
 		ErrorMessage: r.Tool + " was running when the gateway stopped and is not run again on its own: it may have had its effect already; check, then call it again if need be"}
 	ended, err := store.WriteValue(context.Background(), e.st, func(tx *store.Tx) (bool, error) {
-		if e.shared() {
-			return tx.FinishOwnCall(r.ID, o, e.now()) // claimed by this node
-		}
-		return tx.FinishCall(r.ID, o, e.now())
+		return e.nodes.finishCall(tx, r.ID, o, e.now()) // claimed by this node, with others
 	})
 	if err != nil {
 		e.log.Error("end an interrupted built-in call", "call", r.ID, "err", err)

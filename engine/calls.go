@@ -75,10 +75,9 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 		})
 	}
 	open := look()
-	if open && (tool == nil || !reachable) && e.shared() {
+	if open && (tool == nil || !reachable) && e.nodes.catchUp(ctx, req.SessionID) {
 		// Registered, or seen, through another node a moment ago: the
 		// tables say so before its note arrives.
-		e.refreshSession(ctx, req.SessionID)
 		open = look()
 	}
 	if !open {
@@ -233,21 +232,9 @@ func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args jso
 		request = requestEvent(newRow.ID, tool, args, newRow.DeadlineTime(), 1)
 	}
 	err = e.st.Write(ctx, func(tx *store.Tx) error {
-		if sessionID != "" && e.shared() {
-			// This node's copy of the session may lag a close or a tool
-			// removal made through another node by a notification, and
-			// its count of open calls misses the other nodes' calls: the
-			// table decides, in the transaction that stores the call.
-			a, err := tx.AdmitCall(sessionID, tool)
-			switch limit := e.cfg.MaxOpenCallsPerSession; {
-			case err != nil:
+		if sessionID != "" {
+			if err := e.nodes.admitCall(tx, sessionID, tool); err != nil {
 				return err
-			case !a.Exists || !a.Open:
-				return store.Refuse(errSessionNotOpen)
-			case !a.Registered:
-				return store.Refuse(toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", sessionID, tool))
-			case limit > 0 && a.OpenCalls >= limit:
-				return store.Refuse(tooManyOpenCalls(sessionID, limit))
 			}
 		}
 		if spec.RateLimit != nil {

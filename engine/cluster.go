@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -30,226 +32,104 @@ const (
 	sweeperLease = "sweeper"
 )
 
-// shared reports whether other nodes share the database.
-func (e *Engine) shared() bool { return e.st.Shared() }
+// cluster is the engine's nodes when other nodes share the database.
+type cluster struct {
+	e *Engine
 
-// joinCluster makes this node known (its lease), listens to the other
-// nodes' changes and starts the loop that renews the lease. Called by
-// NewEngine on a shared store, after the open sessions were loaded.
-func (e *Engine) joinCluster(ctx context.Context) error {
-	e.syncedAt = e.now()
-	e.checkFleetKey(ctx, true)
-	if _, err := e.st.TakeLease(ctx, store.NodeLease(e.st.Node()), nodeLeaseTTL); err != nil {
+	// syncedAt is when the last re-read of other nodes' changes began
+	// (resync), under syncMu; syncRetry marks a retry pending.
+	syncMu    sync.Mutex
+	syncedAt  time.Time
+	syncRetry atomic.Bool
+}
+
+// join makes this node known (its lease), listens to the other nodes'
+// changes and starts the loop that renews the lease. Called by New on a
+// shared store, after the open sessions were loaded.
+func (c *cluster) join(ctx context.Context) error {
+	c.syncedAt = c.e.now()
+	c.checkFleetKey(ctx, true)
+	if _, err := c.e.st.TakeLease(ctx, store.NodeLease(c.e.st.Node()), nodeLeaseTTL); err != nil {
 		return err
 	}
-	e.st.OnChanges(e.applyChanges)
-	e.stopped.Add(1)
+	c.e.st.OnChanges(c.applyChanges)
+	c.e.stopped.Add(1)
 	go func() {
-		defer e.stopped.Done()
+		defer c.e.stopped.Done()
 		t := time.NewTicker(nodeLeaseEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-e.stop:
+			case <-c.e.stop:
 				// Another node sweeps at once, and claims this node's runs
 				// and built-in calls (stopped with the engine) at its next
 				// sweep rather than after the lease would have lapsed.
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				e.st.ReleaseLease(ctx, sweeperLease)
-				e.st.ReleaseLease(ctx, store.NodeLease(e.st.Node()))
+				c.e.st.ReleaseLease(ctx, sweeperLease)
+				c.e.st.ReleaseLease(ctx, store.NodeLease(c.e.st.Node()))
 				cancel()
 				return
 			case <-t.C:
 				// Nothing else on this loop: a write held up elsewhere
 				// must not let a live node's lease lapse.
-				if _, err := e.st.TakeLease(e.life, store.NodeLease(e.st.Node()), nodeLeaseTTL); err != nil {
-					e.log.Error("renew the node's lease", "err", err)
+				if _, err := c.e.st.TakeLease(c.e.life, store.NodeLease(c.e.st.Node()), nodeLeaseTTL); err != nil {
+					c.e.log.Error("renew the node's lease", "err", err)
 				}
 			}
 		}
 	}()
-	e.log.Info("joined the nodes sharing the database", "node", e.st.Node())
+	c.e.log.Info("joined the nodes sharing the database", "node", c.e.st.Node())
 	return nil
 }
 
 // applyChanges reads again what other nodes changed. It runs on the
 // store's listener goroutine, one batch at a time.
-func (e *Engine) applyChanges(changes []store.Change) {
-	ctx := e.life
-	for _, c := range changes {
-		switch c.Kind {
+func (c *cluster) applyChanges(changes []store.Change) {
+	ctx := c.e.life
+	for _, ch := range changes {
+		switch ch.Kind {
 		case store.ChangeSession:
-			e.refreshSession(ctx, c.ID)
+			c.e.refreshSession(ctx, ch.ID)
 		case store.ChangeEvents:
-			e.sessions.wake(c.ID)
+			c.e.sessions.wake(ch.ID)
 		case store.ChangeCall:
-			e.refreshCall(ctx, c.ID)
+			c.refreshCall(ctx, ch.ID)
 		case store.ChangeResync:
-			e.resync(ctx)
+			c.resync(ctx)
 		}
 	}
-}
-
-// ensureSession reads an open session another node created into this
-// node's table, the first time a request names it; it reports whether the
-// session is open. Without other nodes every open session is in the table
-// already.
-func (e *Engine) ensureSession(ctx context.Context, sid string) bool {
-	if e.sessions.isOpen(sid) {
-		return true
-	}
-	if !e.shared() || sid == "" {
-		return false
-	}
-	e.refreshSession(ctx, sid)
-	return e.sessions.isOpen(sid)
-}
-
-// ensureSessionByToken is ensureSession for the session a token opens.
-func (e *Engine) ensureSessionByToken(ctx context.Context, hash string) {
-	if !e.shared() || e.sessions.withToken(hash, func(*sessionState) {}) {
-		return
-	}
-	row, err := e.st.FindSessionByTokenHash(ctx, hash)
-	if err != nil || row == nil || row.Closed() {
-		return
-	}
-	e.refreshSession(ctx, row.ID)
-}
-
-// refreshSession makes this node's copy of a session what the tables say:
-// closed (its streams end), or open with its stored tools and settings.
-func (e *Engine) refreshSession(ctx context.Context, sid string) {
-	row, err := e.st.GetSession(ctx, sid)
-	if err != nil {
-		e.log.Error("read a session another node changed", "session", sid, "err", err)
-		return
-	}
-	if row == nil {
-		return
-	}
-	if row.Closed() {
-		if e.sessions.remove(sid, row.CloseReason) {
-			e.toolWatch.changed(sid)
-		}
-		return
-	}
-	tools, err := e.st.ListTools(ctx, sid)
-	if err != nil {
-		e.log.Error("read the tools of a session another node changed", "session", sid, "err", err)
-		return
-	}
-	e.applySessionRow(row, tools)
-}
-
-// applySessionRow installs an open session's stored row and tools in the
-// table, adding the session when this node did not know it. It reports
-// whether its tools changed (then watchers are told).
-func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
-	seen := time.UnixMilli(row.LastSeenAt)
-	changed := false
-	e.sessions.locked(func() {
-		s := e.sessions.byID[row.ID]
-		if s == nil && e.sessions.recentlyClosedLocked(row.ID) {
-			return // read before it closed here
-		}
-		if s != nil && row.Version < s.version {
-			return // read before a change this node made or already applied
-		}
-		if s == nil {
-			s = newSessionState(*row, seen)
-			s.shownReachable = s.reachable(e.now(), e.cfg)
-			e.sessions.byID[row.ID] = s
-			e.sessions.byToken[row.TokenHash] = s
-			changed = true
-		}
-		s.version = row.Version
-		s.row.AutoApprove = row.AutoApprove
-		if seen.After(s.lastSeen) {
-			s.lastSeen, s.lastSave = seen, seen
-		}
-		if !sameTools(s.tools, tools) {
-			next := make(map[string]*toolEntry, len(tools))
-			for i := range tools {
-				t := &tools[i]
-				if old := s.tools[t.Name]; old != nil && old.registeredAt.Equal(t.RegisteredTime()) {
-					next[t.Name] = old
-					continue
-				}
-				next[t.Name] = storedToolEntry(e.schemas, t.Spec(), t.RegisteredTime())
-			}
-			s.tools = next
-			changed = true
-		}
-	})
-	if changed {
-		e.toolWatch.changed(row.ID)
-	}
-}
-
-// applyOwnChange applies to this node's copy of a session a change this
-// node just committed as version: patched in memory when the copy held
-// the version just before it, else (another node's change came between,
-// or was missed) the session is read again from the tables, so that the
-// copy never looks current while it is not.
-func (e *Engine) applyOwnChange(ctx context.Context, sid string, version int64, patch func(s *sessionState)) {
-	patched := false
-	e.sessions.with(sid, func(s *sessionState) {
-		if patched = s.version == version-1; patched {
-			patch(s)
-			s.version = version
-		}
-	})
-	if !patched {
-		e.refreshSession(ctx, sid)
-	}
-}
-
-// sameTools reports whether a session's tools in memory are the stored
-// ones: the same names, each registered at the same time.
-func sameTools(have map[string]*toolEntry, stored []store.ToolRow) bool {
-	if len(have) != len(stored) {
-		return false
-	}
-	for i := range stored {
-		t := have[stored[i].Name]
-		if t == nil || !t.registeredAt.Equal(stored[i].RegisteredTime()) {
-			return false
-		}
-	}
-	return true
 }
 
 // refreshCall tells this node's waiters of a call another node changed:
 // its end, or its latest progress. A call nobody here waits for, runs or
 // counts costs no read.
-func (e *Engine) refreshCall(ctx context.Context, id string) {
-	if !e.waiters.known(id) && !e.running.has(id) && !e.progress.watched(id) {
+func (c *cluster) refreshCall(ctx context.Context, id string) {
+	if !c.e.waiters.known(id) && !c.e.running.has(id) && !c.e.progress.watched(id) {
 		return
 	}
-	row, err := e.st.GetCall(ctx, id)
+	row, err := c.e.st.GetCall(ctx, id)
 	if err != nil {
-		e.log.Error("read a call another node changed", "call", id, "err", err)
+		c.e.log.Error("read a call another node changed", "call", id, "err", err)
 		return
 	}
 	if row == nil {
 		return
 	}
 	if toolgate.CallStatus(row.Status).Final() {
-		e.waiters.ended(id)
-		e.running.stop(id) // a tool running here for it stops
+		c.e.waiters.ended(id)
+		c.e.running.stop(id) // a tool running here for it stops
 		return
 	}
-	if e.running.has(id) {
+	if c.e.running.has(id) {
 		// Claimed by another node (this one's lease lapsed while it was
 		// cut off): its run there is the call's now.
-		if node, err := e.st.CallNode(ctx, id); err == nil && node != "" && node != e.st.Node() {
-			e.log.Warn("another node claimed a built-in call running here; stopping it", "call", id, "node", node)
-			e.running.stop(id)
+		if node, err := c.e.st.CallNode(ctx, id); err == nil && node != "" && node != c.e.st.Node() {
+			c.e.log.Warn("another node claimed a built-in call running here; stopping it", "call", id, "node", node)
+			c.e.running.stop(id)
 		}
 	}
 	if row.Progress.Valid {
-		e.progress.reported(id, json.RawMessage(row.Progress.String))
+		c.e.progress.reported(id, json.RawMessage(row.Progress.String))
 	}
 }
 
@@ -263,54 +143,54 @@ const resyncMargin = time.Minute
 // (each one's tools only when its version moved), and the calls someone
 // here waits for; the streams here look at their logs again. A re-read
 // that fails is tried again a second later.
-func (e *Engine) resync(ctx context.Context) {
-	e.syncMu.Lock()
-	defer e.syncMu.Unlock()
-	started := e.now()
-	if err := e.resyncSessions(ctx, e.syncedAt.Add(-resyncMargin)); err != nil {
-		e.log.Error("read again what other nodes changed; trying again in a second", "err", err)
-		if e.syncRetry.CompareAndSwap(false, true) {
+func (c *cluster) resync(ctx context.Context) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	started := c.e.now()
+	if err := c.resyncSessions(ctx, c.syncedAt.Add(-resyncMargin)); err != nil {
+		c.e.log.Error("read again what other nodes changed; trying again in a second", "err", err)
+		if c.syncRetry.CompareAndSwap(false, true) {
 			time.AfterFunc(time.Second, func() {
-				e.syncRetry.Store(false)
-				if e.life.Err() == nil {
-					e.resync(e.life)
+				c.syncRetry.Store(false)
+				if c.e.life.Err() == nil {
+					c.resync(c.e.life)
 				}
 			})
 		}
 		return
 	}
-	e.syncedAt = started
-	e.sessions.each((*sessionState).wakeLocked)
-	for _, id := range e.waiters.waitedFor() {
-		e.refreshCall(ctx, id)
+	c.syncedAt = started
+	c.e.sessions.each((*sessionState).wakeLocked)
+	for _, id := range c.e.waiters.waitedFor() {
+		c.refreshCall(ctx, id)
 	}
 }
 
 // resyncSessions applies the sessions changed since: closed ones leave,
 // others are read in when their version moved.
-func (e *Engine) resyncSessions(ctx context.Context, since time.Time) error {
-	rows, err := e.st.SessionsChangedSince(ctx, since)
+func (c *cluster) resyncSessions(ctx context.Context, since time.Time) error {
+	rows, err := c.e.st.SessionsChangedSince(ctx, since)
 	if err != nil {
 		return err
 	}
 	for i := range rows {
 		row := &rows[i]
 		if row.Closed() {
-			if e.sessions.remove(row.ID, row.CloseReason) {
-				e.toolWatch.changed(row.ID)
+			if c.e.sessions.remove(row.ID, row.CloseReason) {
+				c.e.toolWatch.changed(row.ID)
 			}
 			continue
 		}
 		current := false
-		e.sessions.with(row.ID, func(s *sessionState) { current = s.version >= row.Version })
+		c.e.sessions.with(row.ID, func(s *sessionState) { current = s.version >= row.Version })
 		if current {
 			continue
 		}
-		tools, err := e.st.ListTools(ctx, row.ID)
+		tools, err := c.e.st.ListTools(ctx, row.ID)
 		if err != nil {
 			return err
 		}
-		e.applySessionRow(row, tools)
+		c.e.applySessionRow(row, tools)
 	}
 	return nil
 }
@@ -318,60 +198,36 @@ func (e *Engine) resyncSessions(ctx context.Context, since time.Time) error {
 // copySeen reads when the open sessions were last seen, as the nodes
 // holding their streams and polls wrote it since the last sweep, into this
 // node's copies: a session another node serves stays reachable here.
-func (e *Engine) copySeen(ctx context.Context, since time.Time) {
-	seen, err := e.st.SessionsSeenSince(ctx, since)
+func (c *cluster) copySeen(ctx context.Context, since time.Time) {
+	seen, err := c.e.st.SessionsSeenSince(ctx, since)
 	if err != nil {
-		e.log.Error("read when sessions were seen", "err", err)
+		c.e.log.Error("read when sessions were seen", "err", err)
 		return
 	}
 	ids := make([]string, len(seen))
 	for i := range seen {
 		ids[i] = seen[i].ID
 	}
-	e.sessions.withEach(ids, func(i int, s *sessionState) {
+	c.e.sessions.withEach(ids, func(i int, s *sessionState) {
 		if at := time.UnixMilli(seen[i].LastSeenAt); at.After(s.lastSeen) {
 			s.lastSeen, s.lastSave = at, at
 		}
 	})
 }
 
-// sessionSeen is when a session was last seen, to be written.
-type sessionSeen struct {
-	id string
-	at time.Time
-}
-
-// writeTouches stores when sessions were last seen.
-func (e *Engine) writeTouches(ctx context.Context, touched []sessionSeen) {
-	if len(touched) == 0 {
-		return
-	}
-	err := e.st.Write(ctx, func(tx *store.Tx) error {
-		for _, t := range touched {
-			if err := tx.TouchSession(t.id, t.at); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.log.Error("write when sessions were seen", "err", err)
-	}
-}
-
-// seenElsewhere reports whether a session this node would expire was seen
+// seenElsewhere implements nodes: it reports whether a session this node would expire was seen
 // by another node within the time-to-live (its stream is there); its
 // last sight is then copied here.
-func (e *Engine) seenElsewhere(ctx context.Context, sid string, now time.Time) bool {
-	row, err := e.st.GetSession(ctx, sid)
+func (c *cluster) seenElsewhere(ctx context.Context, sid string, now time.Time) bool {
+	row, err := c.e.st.GetSession(ctx, sid)
 	if err != nil || row == nil {
 		return true // not now: the next sweep looks again
 	}
 	seen := time.UnixMilli(row.LastSeenAt)
-	if now.Sub(seen) >= e.cfg.SessionTTL {
+	if now.Sub(seen) >= c.e.cfg.SessionTTL {
 		return false
 	}
-	e.sessions.with(sid, func(s *sessionState) {
+	c.e.sessions.with(sid, func(s *sessionState) {
 		if seen.After(s.lastSeen) {
 			s.lastSeen, s.lastSave = seen, seen
 		}
@@ -379,15 +235,11 @@ func (e *Engine) seenElsewhere(ctx context.Context, sid string, now time.Time) b
 	return true
 }
 
-// sweeper reports whether this node does the sweep now: always without
-// other nodes, else while it holds the sweeper lease.
-func (e *Engine) sweeper(ctx context.Context) bool {
-	if !e.shared() {
-		return true
-	}
-	ok, err := e.st.TakeLease(ctx, sweeperLease, 3*e.cfg.SweepInterval)
+// sweeper implements nodes: while this node holds the sweeper lease.
+func (c *cluster) sweeper(ctx context.Context) bool {
+	ok, err := c.e.st.TakeLease(ctx, sweeperLease, 3*c.e.cfg.SweepInterval)
 	if err != nil {
-		e.log.Error("take the sweeper lease", "err", err)
+		c.e.log.Error("take the sweeper lease", "err", err)
 		return false
 	}
 	return ok
@@ -395,26 +247,26 @@ func (e *Engine) sweeper(ctx context.Context) bool {
 
 // claimOrphans takes over, for this node, the built-in calls and runs of
 // nodes whose lease lapsed, and goes on with them.
-func (e *Engine) claimOrphans(ctx context.Context) {
-	calls, err := e.st.OrphanedBuiltinCalls(ctx)
+func (c *cluster) claimOrphans(ctx context.Context) {
+	calls, err := c.e.st.OrphanedBuiltinCalls(ctx)
 	if err != nil {
-		e.log.Error("list orphaned built-in calls", "err", err)
+		c.e.log.Error("list orphaned built-in calls", "err", err)
 	}
 	for _, o := range calls {
-		claimed, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (bool, error) { return tx.ClaimCall(o) })
+		claimed, err := store.WriteValue(ctx, c.e.st, func(tx *store.Tx) (bool, error) { return tx.ClaimCall(o) })
 		if err != nil || !claimed {
 			continue
 		}
-		row, err := e.st.GetCall(ctx, o.ID)
+		row, err := c.e.st.GetCall(ctx, o.ID)
 		if err != nil || row == nil {
 			continue
 		}
-		e.log.Info("claimed a built-in call of a stopped node", "call", o.ID, "from", o.Node)
-		e.resumeBuiltinCall(ctx, row)
+		c.e.log.Info("claimed a built-in call of a stopped node", "call", o.ID, "from", o.Node)
+		c.e.resumeBuiltinCall(ctx, row)
 	}
-	if e.cfg.OrphanRuns != nil {
+	if c.e.cfg.OrphanRuns != nil {
 		select {
-		case e.cfg.OrphanRuns <- struct{}{}:
+		case c.e.cfg.OrphanRuns <- struct{}{}:
 		default: // one signal pending is enough
 		}
 	}
@@ -430,19 +282,85 @@ const fleetKeySetting = "agent_key_sha256_of_nodes"
 // (atStart) this node's key is stored after the check, so that a
 // rotation (every node restarted with a new key) ends the errors once
 // every node has it; the sweep only checks.
-func (e *Engine) checkFleetKey(ctx context.Context, atStart bool) {
-	mine := hashToken(e.agentKey.plain)
-	stored, ok, err := e.st.Setting(ctx, fleetKeySetting)
+func (c *cluster) checkFleetKey(ctx context.Context, atStart bool) {
+	mine := hashToken(c.e.agentKey.plain)
+	stored, ok, err := c.e.st.Setting(ctx, fleetKeySetting)
 	if err != nil {
-		e.log.Error("read the agent key of the other nodes", "err", err)
+		c.e.log.Error("read the agent key of the other nodes", "err", err)
 		return
 	}
 	if ok && stored != mine {
-		e.log.Error("NODES DISAGREE ON THE AGENT KEY: this node's --agent-key is not the one another node sharing the database was started with, so callers are refused by some nodes; give every node the same key")
+		c.e.log.Error("NODES DISAGREE ON THE AGENT KEY: this node's --agent-key is not the one another node sharing the database was started with, so callers are refused by some nodes; give every node the same key")
 	}
 	if atStart && stored != mine {
-		if err := e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(fleetKeySetting, mine) }); err != nil {
-			e.log.Error("store the agent key's hash for the other nodes", "err", err)
+		if err := c.e.st.Write(ctx, func(tx *store.Tx) error { return tx.PutSetting(fleetKeySetting, mine) }); err != nil {
+			c.e.log.Error("store the agent key's hash for the other nodes", "err", err)
 		}
+	}
+}
+
+// catchUp implements nodes: another node may have changed the session.
+func (c *cluster) catchUp(ctx context.Context, sid string) bool {
+	c.e.refreshSession(ctx, sid)
+	return true
+}
+
+// catchUpByToken implements nodes.
+func (c *cluster) catchUpByToken(ctx context.Context, hash string) {
+	row, err := c.e.st.FindSessionByTokenHash(ctx, hash)
+	if err != nil || row == nil || row.Closed() {
+		return
+	}
+	c.e.refreshSession(ctx, row.ID)
+}
+
+// admitCall implements nodes: this node's copy of the session may lag a
+// close or a tool removal made through another node by a notification,
+// and its count of open calls misses the other nodes' calls: the table
+// decides, in the transaction that stores the call.
+func (c *cluster) admitCall(tx *store.Tx, sid, tool string) error {
+	a, err := tx.AdmitCall(sid, tool)
+	switch limit := c.e.cfg.MaxOpenCallsPerSession; {
+	case err != nil:
+		return err
+	case !a.Exists || !a.Open:
+		return store.Refuse(errSessionNotOpen)
+	case !a.Registered:
+		return store.Refuse(toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", sid, tool))
+	case limit > 0 && a.OpenCalls >= limit:
+		return store.Refuse(tooManyOpenCalls(sid, limit))
+	}
+	return nil
+}
+
+// finishCall implements nodes: unless another node claimed the call
+// meanwhile.
+func (c *cluster) finishCall(tx *store.Tx, id string, o store.Outcome, now time.Time) (bool, error) {
+	return tx.FinishOwnCall(id, o, now)
+}
+
+// resumeBuiltins implements nodes: other nodes may be running the open
+// built-in calls; only those of stopped nodes are taken over, now and by
+// the sweep (claimOrphans).
+func (c *cluster) resumeBuiltins(ctx context.Context) bool {
+	c.claimOrphans(ctx)
+	return true
+}
+
+// beforeSweep implements nodes: the agent key is compared with the other
+// nodes', and the sessions whose streams other nodes hold, seen by them
+// lately (each node writes its sightings at every sweep), are seen here.
+func (c *cluster) beforeSweep(ctx context.Context, now time.Time) {
+	c.checkFleetKey(ctx, false)
+	c.copySeen(ctx, now.Add(-2*c.e.cfg.SweepInterval-resyncMargin))
+}
+
+// afterSweep implements nodes: the work of stopped nodes is claimed, and
+// the leases of nodes long gone (a missing lease counts as lapsed, so this
+// changes nothing but the table's size) are pruned.
+func (c *cluster) afterSweep(ctx context.Context, now time.Time) {
+	c.claimOrphans(ctx)
+	if _, err := c.e.st.PruneLeases(ctx, now.Add(-time.Hour)); err != nil {
+		c.e.log.Error("sweep: prune leases", "err", err)
 	}
 }

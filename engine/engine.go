@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate/agentloop"
@@ -49,17 +48,12 @@ type Engine struct {
 	progress  *progressWatchers // runs waiting on calls, told of their progress
 	toolWatch *toolWatchers     // told when the tools callers can see change
 	running   *runningBuiltins  // the built-in calls executing, to cancel
+	nodes     nodes             // the other nodes sharing the database, if any (nodes.go)
 
 	// runAddresses is the client address each run in progress that a
 	// session's token started came from (the agent's launch sets it), for
 	// the built-in calls of that run (BuiltinCall.CallerAddress).
 	runAddresses sync.Map // run id → address
-
-	// syncedAt is when the last re-read of other nodes' changes began
-	// (cluster.go resync), under syncMu; syncRetry marks a retry pending.
-	syncMu    sync.Mutex
-	syncedAt  time.Time
-	syncRetry atomic.Bool
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -96,6 +90,10 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 		e.hooks = &agentloop.Hooks{}
 	}
 	e.life, e.endLife = context.WithCancel(context.Background())
+	e.nodes = alone{}
+	if st.Shared() {
+		e.nodes = &cluster{e: e}
+	}
 	if opts.Now != nil {
 		e.now = opts.Now
 	}
@@ -112,10 +110,8 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 		e.deadlines.schedule(c.ID, c.DeadlineTime())
 		e.waiters.opened(c.ID, c.SessionID.String, 0) // stored already: counted, never refused
 	}
-	if st.Shared() {
-		if err := e.joinCluster(ctx); err != nil {
-			return nil, fmt.Errorf("join the other nodes: %w", err)
-		}
+	if err := e.nodes.join(ctx); err != nil {
+		return nil, fmt.Errorf("join the other nodes: %w", err)
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()

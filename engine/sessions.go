@@ -302,9 +302,8 @@ func (e *Engine) AuthorizeSession(ctx context.Context, sid, token string) error 
 	if err != nil {
 		return err
 	}
-	if row != nil && !row.Closed() && e.shared() {
-		// Created through another node: read it in, then look again.
-		e.refreshSession(ctx, row.ID)
+	if row != nil && !row.Closed() && e.nodes.catchUp(ctx, row.ID) {
+		// Created through another node: read in, look again.
 		if e.sessions.withToken(hash, mark) {
 			return found()
 		}
@@ -515,14 +514,9 @@ func (e *Engine) Sweep(ctx context.Context) {
 	// With other nodes, one at a time ends overdue calls, expires sessions
 	// and prunes events (the sweeper lease); every node writes when its
 	// own sessions were seen and tells its watchers of reachability.
-	sweeps := e.sweeper(ctx)
+	sweeps := e.nodes.sweeper(ctx)
 	e.sessions.forgetClosed(time.Now().Add(-time.Minute))
-	if e.shared() {
-		e.checkFleetKey(ctx, false)
-		// Sessions whose streams other nodes hold, seen by them lately
-		// (each node writes its sightings at every sweep).
-		e.copySeen(ctx, now.Add(-2*e.cfg.SweepInterval-resyncMargin))
-	}
+	e.nodes.beforeSweep(ctx, now)
 	var expired []string
 	var touched []sessionSeen
 	var flipped []string // sessions that became reachable or unreachable
@@ -550,7 +544,7 @@ func (e *Engine) Sweep(ctx context.Context) {
 	// Quiet sessions' recent events leave memory; their readers use the table.
 	e.st.TrimEventTail(now.Add(-e.cfg.SweepInterval))
 	for _, id := range expired {
-		if e.shared() && e.seenElsewhere(ctx, id, now) {
+		if e.nodes.seenElsewhere(ctx, id, now) {
 			continue
 		}
 		if err := e.closeSession(ctx, id, "expired"); err != nil {
@@ -563,14 +557,7 @@ func (e *Engine) Sweep(ctx context.Context) {
 		e.writeTouches(ctx, touched)
 		return
 	}
-	if e.shared() {
-		e.claimOrphans(ctx)
-		// The leases of nodes long gone (a missing lease counts as
-		// lapsed, so this changes nothing but the table's size).
-		if _, err := e.st.PruneLeases(ctx, now.Add(-time.Hour)); err != nil {
-			e.log.Error("sweep: prune leases", "err", err)
-		}
-	}
+	e.nodes.afterSweep(ctx, now)
 	if overdue, err := e.st.OverdueCalls(ctx, now.Add(-time.Second), 1000); err != nil {
 		e.log.Error("sweep: overdue calls", "err", err)
 	} else if len(overdue) > 0 {

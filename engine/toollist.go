@@ -23,11 +23,9 @@ const (
 func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error) {
 	now := e.now()
 	var tools []toolgate.ToolInfo
-	if e.shared() {
-		// Read from the tables: a registration through another node a
-		// moment ago may not have reached this one yet.
-		e.refreshSession(ctx, sid)
-	}
+	// With other nodes, read from the tables: a registration through
+	// another node a moment ago may not have reached this one yet.
+	e.nodes.catchUp(ctx, sid)
 	if e.sessions.with(sid, func(s *sessionState) { tools = e.toolInfosLocked(s, now) }) {
 		return tools, nil
 	}
