@@ -71,11 +71,11 @@ func (e *Engine) AgentKeyFile() string { return e.agentKey.file }
 
 // IsAgentKey reports whether secret is the agent key, comparing hashes in
 // constant time.
-func (e *Engine) IsAgentKey(secret string) bool { return e.agentKey.matches(secret) }
+func (e *core) IsAgentKey(secret string) bool { return e.agentKey.matches(secret) }
 
 // holdsAgentKey reports whether s holds the agent key anywhere (client
 // metadata is scrubbed of it).
-func (e *Engine) holdsAgentKey(s string) bool { return e.agentKey.foundIn(s) }
+func (e *core) holdsAgentKey(s string) bool { return e.agentKey.foundIn(s) }
 
 // LoadAgentKey reads, or generates, the agent key of the database st
 // (see keyLoader.load): configured is the key given in the configuration

@@ -89,7 +89,7 @@ func checkAnswer(a toolgate.Answer) (store.Outcome, *toolgate.Error) {
 // and changes nothing. An answer for a call that was timed out, cancelled
 // or denied gets CALL_CLOSED; for a call this session does not own,
 // NOT_FOUND. Acknowledgements are returned only after the commit.
-func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolgate.Answer) ([]toolgate.AnswerAck, error) {
+func (e *Delivery) SubmitAnswers(ctx context.Context, sid string, answers []toolgate.Answer) ([]toolgate.AnswerAck, error) {
 	acks := make([]toolgate.AnswerAck, len(answers))
 	outcomes := make([]store.Outcome, len(answers))
 	for i, a := range answers {
@@ -181,7 +181,7 @@ func (e *Engine) SubmitAnswers(ctx context.Context, sid string, answers []toolga
 // out by the call's timeout, never past its creation plus the gateway's
 // maximum call length, and never earlier than it was; then it passes the
 // report to those watching the call (a run waiting on it).
-func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.ProgressReport) (*toolgate.ProgressAck, error) {
+func (e *Delivery) ReportProgress(ctx context.Context, sid string, p toolgate.ProgressReport) (*toolgate.ProgressAck, error) {
 	if p.Type != "" && p.Type != "tool_progress" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, `type must be "tool_progress"`)
 	}
@@ -230,7 +230,7 @@ func (e *Engine) ReportProgress(ctx context.Context, sid string, p toolgate.Prog
 // progressDeadline is an open call's deadline after a progress report at
 // now: its timeout from now, at most the longest timeout after its
 // creation, and never earlier than it was.
-func (e *Engine) progressDeadline(row *store.CallRow, now time.Time) time.Time {
+func (e *core) progressDeadline(row *store.CallRow, now time.Time) time.Time {
 	deadline := now.Add(time.Duration(row.TimeoutMS) * time.Millisecond)
 	if limit := row.CreatedTime().Add(e.cfg.MaxTimeout); deadline.After(limit) {
 		deadline = limit

@@ -18,7 +18,7 @@ type approver struct {
 }
 
 // approverOf resolves a bearer secret to an approver.
-func (e *Engine) approverOf(secret string) (approver, error) {
+func (e *Calls) approverOf(secret string) (approver, error) {
 	if secret == "" {
 		return approver{}, toolgate.Errorf(toolgate.EUnauthenticated, "the agent key or a session token is required (Authorization: Bearer <secret>)")
 	}
@@ -62,7 +62,7 @@ func (a approver) mayDecide(tx *store.Tx, row *store.CallRow) error {
 
 // checkAwaiting loads a call for a decision: it must exist, be visible to
 // the approver and await approval.
-func (e *Engine) checkAwaiting(tx *store.Tx, id string, by approver) (*store.CallRow, error) {
+func (e *Calls) checkAwaiting(tx *store.Tx, id string, by approver) (*store.CallRow, error) {
 	row, err := tx.GetCall(id)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func decidedMeanwhile(tx *store.Tx, id string) error {
 // client is woken; a built-in tool starts running. secret is the agent key,
 // or the token of the session that started the call's run when the call is
 // to one of that session's own tools.
-func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error) {
+func (e *Calls) ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error) {
 	by, err := e.approverOf(secret)
 	if err != nil {
 		return nil, err
@@ -155,8 +155,8 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 	e.deadlines.schedule(id, row.DeadlineTime())
 	if row.SessionID.Valid {
 		e.sessions.wake(row.SessionID.String)
-	} else if tool, _, err := e.builtinEntry(row.Tool); err == nil {
-		e.startBuiltin(row, tool)
+	} else if tool, _, err := e.builtinOps.builtinEntry(row.Tool); err == nil {
+		e.builtinOps.startBuiltin(row, tool)
 	}
 	e.log.Debug("call approved", "call", id, "by_agent", by.agent, "by_session", by.sessionID)
 	// The record as approved (pending): by the time it is read back the
@@ -167,7 +167,7 @@ func (e *Engine) ApproveCall(ctx context.Context, id, secret string) (*toolgate.
 // DenyCall ends a call that awaits approval as denied (error DENIED, with
 // the reason when given); its client was never sent it. A run waiting on
 // it tells the model.
-func (e *Engine) DenyCall(ctx context.Context, id, secret, reason string) (*toolgate.Call, error) {
+func (e *Calls) DenyCall(ctx context.Context, id, secret, reason string) (*toolgate.Call, error) {
 	by, err := e.approverOf(secret)
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func denyReason(reason string) (string, error) {
 // SetAutoApprove changes a session's auto-approve setting: when on, calls
 // to its tools marked unless_auto_approved go out without waiting (tools
 // marked always still wait).
-func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
+func (e *Calls) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
 	if !e.ensureSession(ctx, sid) {
 		return nil, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid)
 	}
@@ -242,7 +242,7 @@ func (e *Engine) SetAutoApprove(ctx context.Context, sid string, on bool) (*tool
 		return nil, err
 	}
 	e.applyOwnChange(ctx, sid, version, func(s *sessionState) { s.row.AutoApprove = on })
-	return e.SessionView(ctx, sid)
+	return e.sessionOps.SessionView(ctx, sid)
 }
 
 // msDuration turns stored milliseconds into a duration.

@@ -49,7 +49,7 @@ func (r *runningBuiltins) stop(id string) {
 // gateway and tells those waiting on the call, as a client's tool_progress
 // does (ReportProgress, progressDeadline). A report that is not JSON, or is over
 // 16 KiB, is dropped.
-func (e *Engine) builtinProgress(id string, progress json.RawMessage) {
+func (e *builtinCalls) builtinProgress(id string, progress json.RawMessage) {
 	if len(progress) == 0 {
 		progress = json.RawMessage("null")
 	}

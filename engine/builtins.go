@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -12,10 +13,24 @@ import (
 	"github.com/toolgate/toolgate/store"
 )
 
+// builtinCalls run the calls of the tools inside the gateway (built-in,
+// imported, sandboxed): checked and stored like any call, executed here.
+type builtinCalls struct {
+	*core
+
+	mu      sync.Mutex
+	entries map[string]*toolEntry // compiled schemas of built-in tools
+
+	// runAddresses is the client address each run in progress that a
+	// session's token started came from (the agent's launch sets it), for
+	// the built-in calls of that run (BuiltinCall.CallerAddress).
+	runAddresses sync.Map // run id → address
+}
+
 // admitRemote decides whether a client may register spec: no shadowing of
 // a built-in tool (CONFLICT), and every registration rule of the hook
 // chain (the tool-name policy among them).
-func (e *Engine) admitRemote(sid string, spec toolgate.ToolSpec) error {
+func (e *builtinCalls) admitRemote(sid string, spec toolgate.ToolSpec) error {
 	if e.builtins != nil {
 		return e.builtins.CheckRemote(sid, spec)
 	}
@@ -23,7 +38,7 @@ func (e *Engine) admitRemote(sid string, spec toolgate.ToolSpec) error {
 }
 
 // builtinEntry returns a built-in tool with its compiled schema.
-func (e *Engine) builtinEntry(name string) (BuiltinTool, *toolEntry, error) {
+func (e *builtinCalls) builtinEntry(name string) (BuiltinTool, *toolEntry, error) {
 	if e.builtins == nil {
 		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
 	}
@@ -32,16 +47,16 @@ func (e *Engine) builtinEntry(name string) (BuiltinTool, *toolEntry, error) {
 		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
 	}
 	spec := tool.Spec()
-	e.builtinMu.Lock()
-	defer e.builtinMu.Unlock()
-	entry := e.builtinEntries[name]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	entry := e.entries[name]
 	// An imported MCP server's tool may come back changed: a new entry.
 	if entry == nil || !reflect.DeepEqual(entry.spec, spec) {
 		var err error
 		if entry, err = newToolEntry(e.schemas, spec, time.Time{}); err != nil {
 			return nil, nil, err
 		}
-		e.builtinEntries[name] = entry
+		e.entries[name] = entry
 	}
 	return tool, entry, nil
 }
@@ -51,7 +66,7 @@ func (e *Engine) builtinEntry(name string) (BuiltinTool, *toolEntry, error) {
 // resumed) wait for the listing, for at most the call's timeout, rather
 // than be refused as unknown; TOOL_OFFLINE when the server has not listed
 // by then (BuiltinTools.AwaitListing).
-func (e *Engine) awaitListing(ctx context.Context, req toolgate.CallRequest) error {
+func (e *builtinCalls) awaitListing(ctx context.Context, req toolgate.CallRequest) error {
 	if e.builtins == nil {
 		return nil
 	}
@@ -67,7 +82,7 @@ func (e *Engine) awaitListing(ctx context.Context, req toolgate.CallRequest) err
 // dispatchBuiltin stores a call of a built-in tool (session_id NULL) like
 // any other call, so the history has it, and runs it unless it awaits
 // approval.
-func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, args json.RawMessage, opts CallOptions) (*toolgate.Call, bool, error) {
+func (e *builtinCalls) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, args json.RawMessage, opts CallOptions) (*toolgate.Call, bool, error) {
 	if err := e.awaitListing(ctx, req); err != nil {
 		return nil, false, err // not stored: the tool's server has not listed yet
 	}
@@ -115,7 +130,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // tool such as call_history shows that session no one else's calls, and
 // from its run's client address (BuiltinCall.CallerAddress), so the
 // sandbox shares its slots per address too.
-func (e *Engine) startBuiltin(row *store.CallRow, tool BuiltinTool) {
+func (e *builtinCalls) startBuiltin(row *store.CallRow, tool BuiltinTool) {
 	id, args := row.ID, json.RawMessage(row.Args)
 	caller, address := "", ""
 	if row.RunID.Valid {
@@ -188,7 +203,7 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool BuiltinTool) {
 
 // resumeBuiltinCalls runs again the built-in calls a stopped process left
 // open (pending), so a run waiting on one goes on.
-func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
+func (e *builtinCalls) resumeBuiltinCalls(ctx context.Context) error {
 	if e.nodes.resumeBuiltins(ctx) {
 		return nil // other nodes may be running them (cluster.go)
 	}
@@ -206,7 +221,7 @@ func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
 // that a stopped process (or node) was running, unless its tool says it
 // must not run again with these arguments (BuiltinTool.SafeToRerun): that
 // call ends failed with INTERRUPTED.
-func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
+func (e *builtinCalls) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 	tool, _, err := e.builtinEntry(r.Tool)
 	if err != nil {
 		e.log.Warn("open call of an unknown built-in tool left to time out", "call", r.ID, "tool", r.Tool)
@@ -224,7 +239,7 @@ func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 // process (or node) was running and that its tool says must not run again
 // with these arguments: it may have had its effect already (a POST sent),
 // and only the caller can tell whether to make it again.
-func (e *Engine) endInterrupted(r *store.CallRow) {
+func (e *builtinCalls) endInterrupted(r *store.CallRow) {
 	o := store.Outcome{Status: toolgate.StatusFailed, ErrorCode: toolgate.EInterrupted,
 		ErrorMessage: r.Tool + " was running when the gateway stopped and is not run again on its own: it may have had its effect already; check, then call it again if need be"}
 	ended, err := store.WriteValue(context.Background(), e.st, func(tx *store.Tx) (bool, error) {

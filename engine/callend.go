@@ -48,7 +48,7 @@ func endCall(tx *store.Tx, row *store.CallRow, o store.Outcome, reason string, n
 // afterCallsEnded tells of calls whose end has committed: the streams and
 // polls of each session sent a call_cancelled wake, then everyone waiting
 // on each call does, and the metrics count it.
-func (e *Engine) afterCallsEnded(ended ...endedCall) {
+func (e *core) afterCallsEnded(ended ...endedCall) {
 	for _, c := range ended {
 		if c.toldSession != "" {
 			e.sessions.wake(c.toldSession)

@@ -22,7 +22,7 @@ type CallOptions struct {
 
 // CreateCall is Dispatch for the caller API: a call with an optional
 // Idempotency-Key.
-func (e *Engine) CreateCall(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error) {
+func (e *Calls) CreateCall(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error) {
 	call, _, err := e.Dispatch(ctx, req, CallOptions{IdempotencyKey: idempotencyKey})
 	return call, err
 }
@@ -36,7 +36,7 @@ func (e *Engine) CreateCall(ctx context.Context, req toolgate.CallRequest, idemp
 // (session_id NULL) and run inside the gateway. It returns the stored
 // record and whether it was created now (false when an Idempotency-Key
 // matched).
-func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts CallOptions) (*toolgate.Call, bool, error) {
+func (e *Calls) Dispatch(ctx context.Context, req toolgate.CallRequest, opts CallOptions) (*toolgate.Call, bool, error) {
 	if opts.IdempotencyKey != "" {
 		if len(opts.IdempotencyKey) > 255 {
 			return nil, false, toolgate.Errorf(toolgate.EBadRequest, "Idempotency-Key is limited to 255 characters")
@@ -57,7 +57,7 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 	}
 	args = json.RawMessage(compactJSON(args))
 	if req.SessionID == "" {
-		return e.dispatchBuiltin(ctx, req, args, opts)
+		return e.builtinOps.dispatchBuiltin(ctx, req, args, opts)
 	}
 
 	now := e.now()
@@ -119,7 +119,7 @@ func (e *Engine) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Ca
 // wakeUnlessClosing wakes the session's streams and polls for a call just
 // stored (when wake) and reports true, unless the session is being closed
 // or is gone.
-func (e *Engine) wakeUnlessClosing(sid string, wake bool) bool {
+func (e *Calls) wakeUnlessClosing(sid string, wake bool) bool {
 	open := false
 	e.sessions.with(sid, func(s *sessionState) {
 		if open = s.closing == 0; open && wake {
@@ -136,7 +136,7 @@ func (e *Engine) wakeUnlessClosing(sid string, wake bool) bool {
 // the close is written, the call ends cancelled (unless the close already
 // ended it); when it is not (still to come, and then it cancels the call
 // itself, or failed, and the session stays open), the call stays as it is.
-func (e *Engine) endIfSessionClosed(ctx context.Context, row *store.CallRow) (*toolgate.Call, bool, error) {
+func (e *Calls) endIfSessionClosed(ctx context.Context, row *store.CallRow) (*toolgate.Call, bool, error) {
 	sid := row.SessionID.String
 	now := e.now()
 	// Not cut short by the caller going away: the call is stored either way.
@@ -178,7 +178,7 @@ func callOf(row *store.CallRow) *toolgate.Call {
 
 // callTimeout picks a call's timeout: the call's own, else the tool's,
 // else the gateway's default; the call's is checked against the bounds.
-func (e *Engine) callTimeout(callMS, toolMS int64) (time.Duration, error) {
+func (e *core) callTimeout(callMS, toolMS int64) (time.Duration, error) {
 	switch {
 	case callMS != 0:
 		if err := e.checkTimeout(callMS); err != nil {
@@ -198,7 +198,7 @@ func (e *Engine) callTimeout(callMS, toolMS int64) (time.Duration, error) {
 // event for the client yet; any other call is stored pending with its
 // tool_call_request event (for a remote tool). sessionID is empty for a
 // built-in tool. The call keeps spec.EstimatedCost as its estimate.
-func (e *Engine) storeCall(ctx context.Context, sessionID, tool string, args json.RawMessage, spec toolgate.ToolSpec,
+func (e *core) storeCall(ctx context.Context, sessionID, tool string, args json.RawMessage, spec toolgate.ToolSpec,
 	timeout time.Duration, autoApprove bool, opts CallOptions, now time.Time) (row *store.CallRow, created bool, err error) {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -303,7 +303,7 @@ func sameCallOrConflict(row *store.CallRow, req toolgate.CallRequest) (*toolgate
 var errSessionNotOpen = errors.New("the session is not open")
 
 // missingSession explains why a session id has no open session.
-func (e *Engine) missingSession(ctx context.Context, sid string) error {
+func (e *core) missingSession(ctx context.Context, sid string) error {
 	row, err := e.st.GetSession(ctx, sid)
 	if err != nil {
 		return err
@@ -315,7 +315,7 @@ func (e *Engine) missingSession(ctx context.Context, sid string) error {
 }
 
 // GetCall reads a call record.
-func (e *Engine) GetCall(ctx context.Context, id string) (*toolgate.Call, error) {
+func (e *Calls) GetCall(ctx context.Context, id string) (*toolgate.Call, error) {
 	row, err := e.st.GetCall(ctx, id)
 	if err != nil {
 		return nil, err
@@ -329,7 +329,7 @@ func (e *Engine) GetCall(ctx context.Context, id string) (*toolgate.Call, error)
 // WaitCall returns a call's record once it has ended, or when wait has
 // passed or ctx ends, whichever comes first (then in its current status).
 // A zero wait returns at once; a negative one waits until the call ends.
-func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*toolgate.Call, error) {
+func (e *Calls) WaitCall(ctx context.Context, id string, wait time.Duration) (*toolgate.Call, error) {
 	var timer <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -362,7 +362,7 @@ func (e *Engine) WaitCall(ctx context.Context, id string, wait time.Duration) (*
 }
 
 // ListCalls returns the call history, newest first, a page at a time.
-func (e *Engine) ListCalls(ctx context.Context, q toolgate.CallQuery) (*toolgate.CallList, error) {
+func (e *Calls) ListCalls(ctx context.Context, q toolgate.CallQuery) (*toolgate.CallList, error) {
 	return ListCalls(ctx, e.st, q)
 }
 
@@ -404,7 +404,7 @@ func ListCalls(ctx context.Context, st *store.Store, q toolgate.CallQuery) (*too
 
 // CancelCall ends an open call as cancelled and tells its client. A call
 // that has already ended is CALL_CLOSED.
-func (e *Engine) CancelCall(ctx context.Context, id string) (*toolgate.Call, error) {
+func (e *Calls) CancelCall(ctx context.Context, id string) (*toolgate.Call, error) {
 	now := e.now()
 	ended, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (endedCall, error) {
 		row, err := tx.GetCall(id)

@@ -34,7 +34,7 @@ const (
 
 // cluster is the engine's nodes when other nodes share the database.
 type cluster struct {
-	e *Engine
+	e *core
 
 	// syncedAt is when the last re-read of other nodes' changes began
 	// (resync), under syncMu; syncRetry marks a retry pending.
@@ -262,7 +262,7 @@ func (c *cluster) claimOrphans(ctx context.Context) {
 			continue
 		}
 		c.e.log.Info("claimed a built-in call of a stopped node", "call", o.ID, "from", o.Node)
-		c.e.resumeBuiltinCall(ctx, row)
+		c.e.builtinOps.resumeBuiltinCall(ctx, row)
 	}
 	if c.e.cfg.OrphanRuns != nil {
 		select {

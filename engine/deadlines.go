@@ -110,7 +110,7 @@ func (q *deadlineQueue) run(stop <-chan struct{}) {
 // known to have ended already (most entries, since most calls are answered
 // in time) so that they cost no read on the single writer. The sweep's
 // overdue query is the safety net for anything this could miss.
-func (e *Engine) expireOpenCalls(ids []string) {
+func (e *Calls) expireOpenCalls(ids []string) {
 	e.expireCalls(e.waiters.stillOpen(ids))
 }
 
@@ -121,7 +121,7 @@ func (e *Engine) expireOpenCalls(ids []string) {
 // by the ending statement itself (store's ExpireCall), not only by the
 // read before it: a progress report or an approval committed in between
 // (on PostgreSQL, by another node) moves the deadline out and wins.
-func (e *Engine) expireCalls(ids []string) {
+func (e *Calls) expireCalls(ids []string) {
 	if len(ids) == 0 {
 		return
 	}

@@ -20,7 +20,7 @@ const eventBatch = 256
 // ends. A session holds at most Config.MaxStreamsPerSession listeners: a
 // newer one replaces the oldest (see listen).
 type listener struct {
-	e         *Engine
+	e         *Delivery
 	s         *sessionState
 	wake      chan struct{}
 	notify    func() // instead of wake, when set: called (under the session table's lock) on growth and on close
@@ -91,7 +91,7 @@ func (s *sessionState) reachLater(d time.Duration, check func()) {
 
 // lookAtReachability tells the tool watchers when session sid became
 // reachable or unreachable since it was last looked at.
-func (e *Engine) lookAtReachability(sid string) {
+func (e *Delivery) lookAtReachability(sid string) {
 	flipped := false
 	e.sessions.with(sid, func(s *sessionState) { flipped = s.reachabilityChangedLocked(e.now(), e.cfg) })
 	if flipped {
@@ -152,7 +152,7 @@ func (s *sessionState) oldestListenerLocked() *listener {
 // Listen registers a stream or a held poll (via) of session sid. It must
 // be called before the first read of the log, so that no event appended
 // in between is missed.
-func (e *Engine) Listen(sid string, via handlers.Via) (handlers.Listener, error) {
+func (e *Delivery) Listen(sid string, via handlers.Via) (handlers.Listener, error) {
 	return e.listen(sid, via, nil)
 }
 
@@ -162,7 +162,7 @@ func (e *Engine) Listen(sid string, via handlers.Via) (handlers.Listener, error)
 // on it, and one goroutine can serve many sessions. notify is called with
 // the session table's lock held: it must only schedule work, never block
 // or call back into the engine.
-func (e *Engine) ListenFunc(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+func (e *Delivery) ListenFunc(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
 	return e.listen(sid, via, notify)
 }
 
@@ -173,7 +173,7 @@ func (e *Engine) ListenFunc(sid string, via handlers.Via, notify func()) (handle
 // whose earlier connection is half-dead, and its client has reconnected.
 // So one session cannot hold more than a few of the gateway's file
 // descriptors, however often it connects.
-func (e *Engine) listen(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+func (e *Delivery) listen(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
 	streaming := via.Streaming()
 	l := &listener{e: e, notify: notify, streaming: streaming, via: via}
 	if notify == nil {
@@ -225,7 +225,7 @@ func (s *sessionState) wakeLocked() {
 // OpenEvents returns a tool_call_request for every call of the session
 // that is still open, oldest first, with the cursor to continue from: what
 // a client that connects without a cursor receives first.
-func (e *Engine) OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, int64, error) {
+func (e *Delivery) OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, int64, error) {
 	reqs, last, err := e.st.OpenRequests(ctx, sid, e.now())
 	if err != nil {
 		return nil, 0, err
@@ -244,7 +244,7 @@ func (e *Engine) OpenEvents(ctx context.Context, sid string) ([]toolgate.Event, 
 
 // EventsAfter returns all the session's events after cursor (reading the
 // log in batches until it is drained) and the new cursor.
-func (e *Engine) EventsAfter(ctx context.Context, sid string, cursor int64) ([]toolgate.Event, int64, error) {
+func (e *Delivery) EventsAfter(ctx context.Context, sid string, cursor int64) ([]toolgate.Event, int64, error) {
 	var all []toolgate.Event
 	for {
 		events, last, full, err := e.st.EventsAfter(ctx, sid, cursor, eventBatch)
@@ -261,7 +261,7 @@ func (e *Engine) EventsAfter(ctx context.Context, sid string, cursor int64) ([]t
 
 // CheckCursor refuses a cursor that is negative or beyond the session's
 // newest event (it cannot have come from this gateway's log).
-func (e *Engine) CheckCursor(ctx context.Context, sid string, cursor int64) error {
+func (e *Delivery) CheckCursor(ctx context.Context, sid string, cursor int64) error {
 	if cursor < 0 {
 		return toolgate.Errorf(toolgate.EBadRequest, "cursor must not be negative")
 	}
@@ -279,7 +279,7 @@ func (e *Engine) CheckCursor(ctx context.Context, sid string, cursor int64) erro
 // each requested call moves from pending to delivered and counts an
 // attempt — within 100 ms (markDelay), or with the client's answer when
 // that comes first (see marks.go).
-func (e *Engine) Delivered(sid string, events []toolgate.Event) {
+func (e *Delivery) Delivered(sid string, events []toolgate.Event) {
 	var ids []string
 	for _, ev := range events {
 		if ev.Type == toolgate.EventToolCallRequest && ev.CallID != "" {
@@ -301,7 +301,7 @@ func (e *Engine) Delivered(sid string, events []toolgate.Event) {
 // session sid (its own streams and polls and its places on multi-session
 // ones): -1 for a session not in the table, and an error when the
 // session's counts disagree with its set of listeners.
-func (e *Engine) Listeners(sid string) (int, error) {
+func (e *Delivery) Listeners(sid string) (int, error) {
 	n := -1
 	var err error
 	e.sessions.with(sid, func(s *sessionState) {

@@ -23,7 +23,40 @@ import (
 // its own, with its lock and the invariant it keeps: sessionTable
 // (sessiontable.go), callWaiters (waiters.go), deliveryMarks (marks.go),
 // progressWatchers (progress.go) and deadlineQueue (deadlines.go).
+//
+// The operations are grouped by concern, each a type over the state they
+// share (core): Sessions, Calls, Delivery (streams, polls and answers),
+// Tools, and the built-in calls (builtinCalls). Engine is all of them, as
+// the adapters use it.
 type Engine struct {
+	*core
+	*Sessions
+	*Calls
+	*Delivery
+	*Tools
+}
+
+// Sessions are the engine's operations on sessions: create, authorize,
+// view, list, close, and the sweep that expires them (sessions.go).
+type Sessions struct{ *core }
+
+// Calls are the engine's operations on calls: dispatch, wait, list,
+// cancel, approve or deny, and expire (calls.go, approval.go,
+// deadlines.go).
+type Calls struct{ *core }
+
+// Delivery is how calls reach clients and their answers come back:
+// streams and held polls, the event log, delivery marks, answers and
+// progress (delivery.go, answers.go).
+type Delivery struct{ *core }
+
+// Tools are the engine's operations on remote tools: register, remove,
+// list and watch (tools.go, toollist.go, toolwatch.go).
+type Tools struct{ *core }
+
+// core is the state the engine's parts share, and the steps more than one
+// of them takes (the end of a call, a session read again).
+type core struct {
 	cfg      Options
 	st       *store.Store
 	log      *slog.Logger
@@ -38,9 +71,6 @@ type Engine struct {
 	life    context.Context
 	endLife context.CancelFunc
 
-	builtinMu      sync.Mutex
-	builtinEntries map[string]*toolEntry // compiled schemas of built-in tools
-
 	sessions  *sessionTable     // the open sessions, by id and token
 	waiters   *callWaiters      // who waits for which call; the calls known open
 	deadlines *deadlineQueue    // open calls' deadlines
@@ -50,10 +80,11 @@ type Engine struct {
 	running   *runningBuiltins  // the built-in calls executing, to cancel
 	nodes     nodes             // the other nodes sharing the database, if any (nodes.go)
 
-	// runAddresses is the client address each run in progress that a
-	// session's token started came from (the agent's launch sets it), for
-	// the built-in calls of that run (BuiltinCall.CallerAddress).
-	runAddresses sync.Map // run id → address
+	// The parts, for the steps of one that another takes.
+	sessionOps *Sessions
+	callOps    *Calls
+	toolOps    *Tools
+	builtinOps *builtinCalls
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -67,7 +98,7 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{
+	e := &core{
 		cfg:       opts,
 		st:        st,
 		log:       log,
@@ -83,9 +114,10 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 		waiters:   newCallWaiters(),
 		schemas:   newSchemaCache(),
 		stop:      make(chan struct{}),
-
-		builtinEntries: map[string]*toolEntry{},
 	}
+	e.sessionOps, e.callOps, e.toolOps = &Sessions{e}, &Calls{e}, &Tools{e}
+	e.builtinOps = &builtinCalls{core: e, entries: map[string]*toolEntry{}}
+	eng := &Engine{core: e, Sessions: e.sessionOps, Calls: e.callOps, Delivery: &Delivery{e}, Tools: e.toolOps}
 	if e.hooks == nil {
 		e.hooks = &agentloop.Hooks{}
 	}
@@ -97,11 +129,11 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 	if opts.Now != nil {
 		e.now = opts.Now
 	}
-	if err := e.loadSessions(ctx); err != nil {
+	if err := e.sessionOps.loadSessions(ctx); err != nil {
 		return nil, err
 	}
 	e.metrics = newMetrics(e)
-	e.deadlines = newDeadlineQueue(e.now, e.expireOpenCalls)
+	e.deadlines = newDeadlineQueue(e.now, e.callOps.expireOpenCalls)
 	open, err := st.OpenCallDeadlines(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load open calls: %w", err)
@@ -115,9 +147,9 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 	}
 	e.stopped.Add(2)
 	go func() { defer e.stopped.Done(); e.deadlines.run(e.stop) }()
-	go func() { defer e.stopped.Done(); e.sweepLoop() }()
+	go func() { defer e.stopped.Done(); e.sessionOps.sweepLoop() }()
 	log.Info("engine recovered", "sessions", e.sessions.count(), "open_calls", len(open))
-	return e, nil
+	return eng, nil
 }
 
 // Hooks returns the chain every call (before it is stored) and every

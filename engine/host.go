@@ -31,14 +31,16 @@ func (e *Engine) RequireSession(ctx context.Context, sid string) error {
 // ResumeBuiltinCalls runs again the built-in calls a stopped process left
 // open (pending), so a run waiting on one goes on; with other nodes, it
 // claims those of stopped nodes.
-func (e *Engine) ResumeBuiltinCalls(ctx context.Context) error { return e.resumeBuiltinCalls(ctx) }
+func (e *Engine) ResumeBuiltinCalls(ctx context.Context) error {
+	return e.builtinOps.resumeBuiltinCalls(ctx)
+}
 
 // RunFrom notes the client address of a run that a session's token
 // started, for the built-in calls of that run (BuiltinCall.CallerAddress);
 // done forgets it when the run ends.
 func (e *Engine) RunFrom(runID, address string) (done func()) {
-	e.runAddresses.Store(runID, address)
-	return func() { e.runAddresses.Delete(runID) }
+	e.builtinOps.runAddresses.Store(runID, address)
+	return func() { e.builtinOps.runAddresses.Delete(runID) }
 }
 
 // ToolsChanged tells the tool watchers (WatchTools) that the tools called

@@ -19,7 +19,7 @@ type metrics struct {
 	roundTrip prometheus.Histogram
 }
 
-func newMetrics(e *Engine) *metrics {
+func newMetrics(e *core) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -14,7 +14,7 @@ import (
 // call record). A report stored before the watch began (the client was
 // quick) is passed on from the record. It returns ctx's error when ctx
 // ends first; the call goes on.
-func (e *Engine) WaitCallProgress(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
+func (e *Calls) WaitCallProgress(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
 	updates, stop := e.progress.watch(id)
 	defer stop()
 	var told json.RawMessage // the last report passed on

@@ -113,7 +113,7 @@ func (s *sessionState) closeListeners() {
 // argsSchema), so start-up costs a read of the rows however many tools
 // the database holds, and a stored schema that no longer compiles, or is
 // over today's limits, fails the calls of its tool, not the start.
-func (e *Engine) loadSessions(ctx context.Context) error {
+func (e *Sessions) loadSessions(ctx context.Context) error {
 	rows, err := e.st.OpenSessions(ctx)
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func (e *Engine) loadSessions(ctx context.Context) error {
 }
 
 // CreateSession stores a new session and returns its one-time token.
-func (e *Engine) CreateSession(ctx context.Context, req toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error) {
+func (e *Sessions) CreateSession(ctx context.Context, req toolgate.CreateSessionRequest) (*toolgate.SessionCreated, error) {
 	if req.Client.Platform != "" && !slices.Contains(toolgate.Platforms, req.Client.Platform) {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "client.platform must be one of %v", toolgate.Platforms)
 	}
@@ -196,7 +196,7 @@ const maxMetadataDepth = 32
 // every reader reads alike (toolgate.CheckStrictJSON: valid UTF-8, no
 // member named twice) or that nests deeper than maxMetadataDepth, and
 // (413) metadata larger than MaxMetadataBytes as stored.
-func (e *Engine) checkMetadata(raw json.RawMessage) (string, error) {
+func (e *Sessions) checkMetadata(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "{}", nil
 	}
@@ -267,7 +267,7 @@ func jsonDepth(raw string) int {
 }
 
 // checkMetadataSize refuses metadata larger than MaxMetadataBytes.
-func (e *Engine) checkMetadataSize(metadata string) error {
+func (e *Sessions) checkMetadataSize(metadata string) error {
 	if limit := e.cfg.MaxMetadataBytes; len(metadata) > limit {
 		return toolgate.Errorf(toolgate.EPayloadTooLarge,
 			"metadata is %d bytes of compact JSON; the limit is %d (--max-metadata-bytes)", len(metadata), limit).
@@ -278,7 +278,7 @@ func (e *Engine) checkMetadataSize(metadata string) error {
 
 // AuthorizeSession checks that token is the secret of session sid and
 // counts the request as a sign of life.
-func (e *Engine) AuthorizeSession(ctx context.Context, sid, token string) error {
+func (e *Sessions) AuthorizeSession(ctx context.Context, sid, token string) error {
 	if token == "" {
 		return toolgate.Errorf(toolgate.EUnauthenticated, "a session token is required (Authorization: Bearer <token>)")
 	}
@@ -324,7 +324,7 @@ func closedWord(reason string) string {
 // SessionView returns a session with its tools and whether it is online.
 // The row, with its metadata, is read from the store; presence and tools
 // from memory.
-func (e *Engine) SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error) {
+func (e *Sessions) SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error) {
 	row, err := e.st.GetSession(ctx, sid)
 	if err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ const (
 // ListSessions returns a page of the open sessions, newest first, read
 // from the store (an index range: sessions_open), each with its presence
 // and tools from memory. q.Before is the next_before of the previous page.
-func (e *Engine) ListSessions(ctx context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error) {
+func (e *Sessions) ListSessions(ctx context.Context, q toolgate.SessionQuery) (*toolgate.SessionList, error) {
 	if q.Before != "" {
 		// Ids are compared as text: only the spelling the gateway gives.
 		if id, err := uuid.Parse(q.Before); err != nil || id.String() != q.Before {
@@ -401,25 +401,25 @@ func compareStrings(a, b string) int {
 }
 
 // viewLocked is the view of open session s, whose stored row is row.
-func (e *Engine) viewLocked(row *store.SessionRow, s *sessionState, now time.Time) *toolgate.SessionView {
+func (e *Sessions) viewLocked(row *store.SessionRow, s *sessionState, now time.Time) *toolgate.SessionView {
 	sess := row.Session()
 	sess.AutoApprove = s.row.AutoApprove
 	sess.LastSeenAt = toolgate.NewTime(s.lastSeen)
 	online := s.online(now, e.cfg.PollWait)
 	return &toolgate.SessionView{Session: sess, Online: online, Connection: s.conn.view(s.presence(now, e.cfg)),
-		Tools: e.toolInfosLocked(s, now)}
+		Tools: e.toolOps.toolInfosLocked(s, now)}
 }
 
 // CloseSession closes a session at the client's or an operator's request:
 // its tools go, its open calls end cancelled (reason session_closed), its
 // history stays.
-func (e *Engine) CloseSession(ctx context.Context, sid string) error {
+func (e *Sessions) CloseSession(ctx context.Context, sid string) error {
 	return e.closeSession(ctx, sid, "closed")
 }
 
 // countClosing counts a close of an open session in progress (+1) or one
 // that did not close it (-1).
-func (e *Engine) countClosing(sid string, delta int) {
+func (e *Sessions) countClosing(sid string, delta int) {
 	e.sessions.with(sid, func(s *sessionState) { s.closing += delta })
 }
 
@@ -434,7 +434,7 @@ func sessionClosedOutcome(reason string) store.Outcome {
 }
 
 // closeSession closes a session for a reason ("closed" or "expired").
-func (e *Engine) closeSession(ctx context.Context, sid, reason string) error {
+func (e *Sessions) closeSession(ctx context.Context, sid, reason string) error {
 	now := e.now()
 	type closing struct {
 		found bool // the session was open, and this write closes it
@@ -494,7 +494,7 @@ func cancelOpenCalls(tx *store.Tx, sid string, o store.Outcome, now time.Time) (
 
 // sweepLoop expires sessions unseen for their time-to-live, persists
 // last-seen times and prunes old events, every SweepInterval.
-func (e *Engine) sweepLoop() {
+func (e *Sessions) sweepLoop() {
 	t := time.NewTicker(e.cfg.SweepInterval)
 	defer t.Stop()
 	for {
@@ -509,7 +509,7 @@ func (e *Engine) sweepLoop() {
 
 // Sweep runs one round of session expiry, last-seen persistence and event
 // pruning. The sweep loop calls it; tests may call it directly.
-func (e *Engine) Sweep(ctx context.Context) {
+func (e *Sessions) Sweep(ctx context.Context) {
 	now := e.now()
 	// With other nodes, one at a time ends overdue calls, expires sessions
 	// and prunes events (the sweeper lease); every node writes when its
@@ -562,7 +562,7 @@ func (e *Engine) Sweep(ctx context.Context) {
 		e.log.Error("sweep: overdue calls", "err", err)
 	} else if len(overdue) > 0 {
 		e.log.Warn("sweep: ending overdue calls", "count", len(overdue))
-		e.expireCalls(overdue)
+		e.callOps.expireCalls(overdue)
 	}
 	pruned, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (int64, error) {
 		for _, t := range touched {

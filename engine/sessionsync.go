@@ -16,7 +16,7 @@ import (
 // node's table, the first time a request names it; it reports whether the
 // session is open. Without other nodes every open session is in the table
 // already.
-func (e *Engine) ensureSession(ctx context.Context, sid string) bool {
+func (e *core) ensureSession(ctx context.Context, sid string) bool {
 	if e.sessions.isOpen(sid) {
 		return true
 	}
@@ -27,7 +27,7 @@ func (e *Engine) ensureSession(ctx context.Context, sid string) bool {
 }
 
 // ensureSessionByToken is ensureSession for the session a token opens.
-func (e *Engine) ensureSessionByToken(ctx context.Context, hash string) {
+func (e *core) ensureSessionByToken(ctx context.Context, hash string) {
 	if e.sessions.withToken(hash, func(*sessionState) {}) {
 		return
 	}
@@ -36,7 +36,7 @@ func (e *Engine) ensureSessionByToken(ctx context.Context, hash string) {
 
 // refreshSession makes this node's copy of a session what the tables say:
 // closed (its streams end), or open with its stored tools and settings.
-func (e *Engine) refreshSession(ctx context.Context, sid string) {
+func (e *core) refreshSession(ctx context.Context, sid string) {
 	row, err := e.st.GetSession(ctx, sid)
 	if err != nil {
 		e.log.Error("read a session another node changed", "session", sid, "err", err)
@@ -62,7 +62,7 @@ func (e *Engine) refreshSession(ctx context.Context, sid string) {
 // applySessionRow installs an open session's stored row and tools in the
 // table, adding the session when this node did not know it. It reports
 // whether its tools changed (then watchers are told).
-func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
+func (e *core) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
 	seen := time.UnixMilli(row.LastSeenAt)
 	changed := false
 	e.sessions.locked(func() {
@@ -109,7 +109,7 @@ func (e *Engine) applySessionRow(row *store.SessionRow, tools []store.ToolRow) {
 // the version just before it, else (another node's change came between,
 // or was missed) the session is read again from the tables, so that the
 // copy never looks current while it is not.
-func (e *Engine) applyOwnChange(ctx context.Context, sid string, version int64, patch func(s *sessionState)) {
+func (e *core) applyOwnChange(ctx context.Context, sid string, version int64, patch func(s *sessionState)) {
 	patched := false
 	e.sessions.with(sid, func(s *sessionState) {
 		if patched = s.version == version-1; patched {
@@ -144,7 +144,7 @@ type sessionSeen struct {
 }
 
 // writeTouches stores when sessions were last seen.
-func (e *Engine) writeTouches(ctx context.Context, touched []sessionSeen) {
+func (e *core) writeTouches(ctx context.Context, touched []sessionSeen) {
 	if len(touched) == 0 {
 		return
 	}

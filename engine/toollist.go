@@ -20,7 +20,7 @@ const (
 // ListTools lists the tools of open session sid, sorted by name (the
 // agent loop's RemoteDirectory, and GET /api/tools?session_id=): none for
 // a closed or expired session, NOT_FOUND for an unknown one.
-func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error) {
+func (e *Tools) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo, error) {
 	now := e.now()
 	var tools []toolgate.ToolInfo
 	// With other nodes, read from the tables: a registration through
@@ -46,7 +46,7 @@ func (e *Engine) ListTools(ctx context.Context, sid string) ([]toolgate.ToolInfo
 // one, read from the store as index ranges, so that a page costs its size
 // however many sessions there are. q.After is the next_after of the
 // previous page.
-func (e *Engine) ListToolsPage(ctx context.Context, q toolgate.ToolQuery) (*toolgate.ToolList, error) {
+func (e *Tools) ListToolsPage(ctx context.Context, q toolgate.ToolQuery) (*toolgate.ToolList, error) {
 	if q.SessionID != "" {
 		if q.After != "" || q.Limit != 0 {
 			return nil, toolgate.Errorf(toolgate.EBadRequest, "limit and after page the tools of every session; with session_id the reply holds all of that session's tools")
@@ -104,7 +104,7 @@ type listedTool struct {
 
 // remoteToolsAfter reads up to n tools of sessions after the cursor, with
 // their online state from memory.
-func (e *Engine) remoteToolsAfter(ctx context.Context, after toolKey, n int) ([]listedTool, error) {
+func (e *Tools) remoteToolsAfter(ctx context.Context, after toolKey, n int) ([]listedTool, error) {
 	sid, name := after.sessionID, after.name
 	if sid == "" {
 		name = "" // from the first remote tool

@@ -238,9 +238,9 @@ func (t *toolEntry) validateArgs(ctx context.Context, args json.RawMessage) erro
 // RegisterTools compiles only the tools within the session's cap. It
 // returns the entry as it will be stored (requires_approval and
 // parameters defaulted, parameters compacted), or the rejection.
-func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *toolgate.ToolRejection) {
+func (e *Tools) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *toolgate.ToolRejection) {
 	err := toolgate.CheckToolSpec(spec, toolgate.ToolSpecChecks{
-		Admit: func(spec toolgate.ToolSpec) error { return e.admitRemote(sid, spec) },
+		Admit: func(spec toolgate.ToolSpec) error { return e.builtinOps.admitRemote(sid, spec) },
 		Timeout: func(ms int64) error {
 			if err := e.checkTimeout(ms); err != nil {
 				return err
@@ -263,7 +263,7 @@ func (e *Engine) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *too
 }
 
 // checkTimeout checks a requested timeout against the gateway's bounds.
-func (e *Engine) checkTimeout(ms int64) *toolgate.Error {
+func (e *core) checkTimeout(ms int64) *toolgate.Error {
 	d := time.Duration(ms) * time.Millisecond
 	if ms <= 0 || d < e.cfg.MinTimeout || d > e.cfg.MaxTimeout {
 		return toolgate.Errorf(toolgate.EBadRequest, "%d ms is outside this gateway's bounds [%d, %d] ms",
@@ -278,7 +278,7 @@ func (e *Engine) checkTimeout(ms int64) *toolgate.Error {
 // checks come first, for every tool; then the session's tool cap, in the
 // order listed; only then are the schemas of the tools within the cap
 // compiled, so a long list costs no compile past the cap.
-func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error) {
+func (e *Tools) RegisterTools(ctx context.Context, sid string, req toolgate.RegisterToolsRequest) (*toolgate.ToolsRegistered, error) {
 	if req.Type != "" && req.Type != "register_tools" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, `type must be "register_tools"`)
 	}
@@ -399,7 +399,7 @@ func (e *Engine) RegisterTools(ctx context.Context, sid string, req toolgate.Reg
 }
 
 // RemoveTool removes one tool of a session.
-func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
+func (e *Tools) RemoveTool(ctx context.Context, sid, name string) error {
 	version, err := store.WriteValue(ctx, e.st, func(tx *store.Tx) (int64, error) {
 		version, err := tx.BumpSession(sid, e.now())
 		if err != nil || version == 0 {
@@ -422,7 +422,7 @@ func (e *Engine) RemoveTool(ctx context.Context, sid, name string) error {
 
 // toolInfosLocked lists one session's tools, sorted by name. A tool is
 // shown online while its session is reachable (online, or within grace).
-func (e *Engine) toolInfosLocked(s *sessionState, now time.Time) []toolgate.ToolInfo {
+func (e *Tools) toolInfosLocked(s *sessionState, now time.Time) []toolgate.ToolInfo {
 	reachable := s.reachable(now, e.cfg)
 	presence := s.presence(now, e.cfg)
 	out := make([]toolgate.ToolInfo, 0, len(s.tools))

@@ -58,14 +58,14 @@ func (w *toolWatchers) changed(sessionID string) {
 // that made the change, with no lock of the engine held: it must return
 // quickly (hand the work to a goroutine of its own) and may call the
 // engine. stop ends the watch.
-func (e *Engine) WatchTools(fn func(sessionID string)) (stop func()) {
+func (e *Tools) WatchTools(fn func(sessionID string)) (stop func()) {
 	return e.toolWatch.add(fn)
 }
 
 // GatewayTools lists the tools called without a session — the built-in
 // ones and the imported MCP servers' — sorted by name, as GET /api/tools
 // lists them first.
-func (e *Engine) GatewayTools() []toolgate.ToolInfo {
+func (e *Tools) GatewayTools() []toolgate.ToolInfo {
 	if e.builtins == nil {
 		return []toolgate.ToolInfo{}
 	}
@@ -73,7 +73,7 @@ func (e *Engine) GatewayTools() []toolgate.ToolInfo {
 }
 
 // SessionIDs returns the ids of the open sessions, in no order.
-func (e *Engine) SessionIDs() []string {
+func (e *Tools) SessionIDs() []string {
 	var ids []string
 	e.sessions.each(func(s *sessionState) { ids = append(ids, s.row.ID) })
 	return ids
