@@ -51,7 +51,6 @@ func New(t *Tools, e *engine.Engine, opts Options, log *slog.Logger) (*Agent, er
 		log = slog.New(slog.DiscardHandler)
 	}
 	reg := t.Registry
-	reg.Connect(e, engineDispatcher{e})
 	reg.OnChange(e.ToolsChanged) // an imported server's tools
 	var model agentloop.Model
 	if opts.LLMModel != "" {
@@ -63,7 +62,7 @@ func New(t *Tools, e *engine.Engine, opts Options, log *slog.Logger) (*Agent, er
 	}
 	a := &Agent{
 		Registry: reg,
-		Runner:   &agentloop.Runner{Registry: reg, Model: model, Store: runStore{st: e.Store(), now: e.Now}, Log: log},
+		Runner:   &agentloop.Runner{Registry: reg, Gateway: engineDispatcher{e}, Model: model, Store: runStore{st: e.Store(), now: e.Now}, Log: log},
 		e:        e,
 		tools:    t,
 		log:      log,
@@ -388,9 +387,15 @@ func (f *runFeed) Next(ctx context.Context, from int) ([]toolgate.RunEvent, bool
 	}
 }
 
-// engineDispatcher is the engine as the agent loop's Dispatcher: every
-// call of a run goes through Dispatch and is waited on like any caller's.
+// engineDispatcher is the engine as the agent loop's Gateway: every call
+// of a run goes through Dispatch and is waited on like any caller's, and
+// the sessions' tools are the engine's.
 type engineDispatcher struct{ e *engine.Engine }
+
+// ListTools implements agentloop.RemoteDirectory.
+func (d engineDispatcher) ListTools(ctx context.Context, sessionID string) ([]toolgate.ToolInfo, error) {
+	return d.e.ListTools(ctx, sessionID)
+}
 
 // Dispatch implements agentloop.Dispatcher.
 func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRequest) (*toolgate.Call, error) {
