@@ -110,7 +110,7 @@ func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.
 }
 
 // importMCPServers adds a tool set to reg for each imported MCP server
-// (Config.MCPServers), offline until startImports connects them; their
+// (Options.MCPServers), offline until Tools.StartImports connects them; their
 // prefixes are known from now on, so a call of one of their tools made
 // before its server's first listing (a resumed run's) waits for it
 // (Engine.awaitListing) rather than being refused as unknown. What

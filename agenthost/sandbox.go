@@ -10,11 +10,11 @@ import (
 	"github.com/toolgate/toolgate/sandbox"
 )
 
-// openSandbox adds the sandboxed tools of Config.SandboxDir (package
+// openSandbox adds the sandboxed tools of Options.SandboxDir (package
 // sandbox) to reg as a tool set without a prefix, when the directory is
 // set: a module named like a built-in tool or inside an imported MCP
 // server's prefix is logged and not listed (Registry.CheckSetToolName).
-// The set watches the directory until Agent.stopImports closes it.
+// The set watches the directory until Tools.Close closes it.
 func openSandbox(reg *agentloop.Registry, cfg Options, log *slog.Logger) (*sandbox.ToolSet, error) {
 	if cfg.SandboxDir == "" {
 		return nil, nil

@@ -20,7 +20,7 @@ import (
 // key is written, whole or not at all and readable by its owner alone, to
 // the key file beside the database (AgentKeyFile), where later starts read
 // it. Deleting the key file rotates the key: the next start generates a
-// new one and replaces the hash (see loadAgentKey). A key given in the
+// new one and replaces the hash (see keyLoader.load). A key given in the
 // configuration is used as it is, stored nowhere, and revokes a generated
 // one. Databases of earlier versions held the key itself under
 // agentKeySetting: at start it is moved to the key file (when that is

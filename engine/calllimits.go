@@ -8,7 +8,7 @@ import "github.com/toolgate/toolgate"
 const BusyRetryAfterSeconds = 5
 
 // tooManyOpenCalls refuses a call to a session that already has limit
-// calls not yet final (Config.MaxOpenCallsPerSession). The count is the
+// calls not yet final (Options.MaxOpenCallsPerSession). The count is the
 // engine's own (callWaiters, kept from insert to end and rebuilt at
 // start-up), so the check reads nothing from the store.
 func tooManyOpenCalls(sid string, limit int) error {

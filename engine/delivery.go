@@ -17,7 +17,7 @@ const eventBatch = 256
 // listener is one open stream or held poll of a session. The engine sends
 // on wake (without blocking; one pending signal is enough) whenever the
 // session's event log grows, and closes the session's done channel when it
-// ends. A session holds at most Config.MaxStreamsPerSession listeners: a
+// ends. A session holds at most Options.MaxStreamsPerSession listeners: a
 // newer one replaces the oldest (see listen).
 type listener struct {
 	e         *Delivery
@@ -167,7 +167,7 @@ func (e *Delivery) ListenFunc(sid string, via handlers.Via, notify func()) (hand
 }
 
 // listen registers a listener on session sid. When the session already
-// holds Config.MaxStreamsPerSession streams and polls (its own streams,
+// holds Options.MaxStreamsPerSession streams and polls (its own streams,
 // its held polls, and its places on multi-session streams and polls), the
 // oldest is replaced: the usual cause of one too many is a phone or a page
 // whose earlier connection is half-dead, and its client has reconnected.
