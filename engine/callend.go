@@ -55,7 +55,7 @@ func (e *core) afterCallsEnded(ended ...endedCall) {
 		}
 		e.waiters.ended(c.id)
 		e.running.stop(c.id) // a tool running inside the gateway for it stops
-		e.metrics.callEnded(c.status, c.created, e.now())
+		e.counter.CallEnded(c.status, c.created, e.now())
 		e.log.Debug("call "+string(c.status), "call", c.id)
 	}
 }

@@ -275,7 +275,7 @@ func (e *core) storeCall(ctx context.Context, sessionID, tool string, args json.
 		return nil, false, err
 	}
 	e.deadlines.schedule(newRow.ID, newRow.DeadlineTime())
-	e.metrics.callCreated()
+	e.counter.CallCreated()
 	return &newRow, true, nil
 }
 

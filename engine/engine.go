@@ -64,8 +64,8 @@ type core struct {
 	agentKey *AgentKey // the caller/admin secret, known by its hash (agentkey.go)
 	builtins BuiltinTools
 	hooks    *agentloop.Hooks // before-call hooks and registration rules
-	metrics  *metrics
-	schemas  *schemaCache // compiled argument schemas, shared among tools
+	counter  CallCounter      // counts calls created and ended (the process's metrics)
+	schemas  *schemaCache     // compiled argument schemas, shared among tools
 
 	// life ends when the engine closes; built-in tools run under it.
 	life    context.Context
@@ -106,6 +106,7 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 		agentKey:  opts.AgentKey,
 		builtins:  opts.Builtins,
 		hooks:     opts.Hooks,
+		counter:   opts.Calls,
 		sessions:  newSessionTable(),
 		marks:     newDeliveryMarks(st),
 		progress:  newProgressWatchers(),
@@ -118,6 +119,9 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 	e.sessionOps, e.callOps, e.toolOps = &Sessions{e}, &Calls{e}, &Tools{e}
 	e.builtinOps = &builtinCalls{core: e, entries: map[string]*toolEntry{}}
 	eng := &Engine{core: e, Sessions: e.sessionOps, Calls: e.callOps, Delivery: &Delivery{e}, Tools: e.toolOps}
+	if e.counter == nil {
+		e.counter = noCounter{}
+	}
 	if e.hooks == nil {
 		e.hooks = &agentloop.Hooks{}
 	}
@@ -132,7 +136,6 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 	if err := e.sessionOps.loadSessions(ctx); err != nil {
 		return nil, err
 	}
-	e.metrics = newMetrics(e)
 	e.deadlines = newDeadlineQueue(e.now, e.callOps.expireOpenCalls)
 	open, err := st.OpenCallDeadlines(ctx)
 	if err != nil {

@@ -43,6 +43,19 @@ func (e *Engine) RunFrom(runID, address string) (done func()) {
 	return func() { e.builtinOps.runAddresses.Delete(runID) }
 }
 
+// SessionCounts returns how many sessions are open, and how many of them
+// online (holding a stream, or polled recently).
+func (e *Engine) SessionCounts() (open, online int) {
+	now := e.now()
+	open = e.sessions.count()
+	e.sessions.each(func(s *sessionState) {
+		if s.online(now, e.cfg.PollWait) {
+			online++
+		}
+	})
+	return open, online
+}
+
 // ToolsChanged tells the tool watchers (WatchTools) that the tools called
 // without a session changed (an imported server's listing).
 func (e *Engine) ToolsChanged() { e.toolWatch.changed("") }

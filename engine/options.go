@@ -42,9 +42,26 @@ type Options struct {
 	// stopped nodes: the agent host claims their runs then.
 	OrphanRuns chan<- struct{}
 
+	// Calls, when not nil, counts the calls created and ended (the
+	// process's metrics).
+	Calls CallCounter
+
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
+
+// CallCounter counts calls: each created, and each ended with its status
+// (created is when it was created, zero for a built-in call).
+type CallCounter interface {
+	CallCreated()
+	CallEnded(status toolgate.CallStatus, created, now time.Time)
+}
+
+// noCounter counts nothing.
+type noCounter struct{}
+
+func (noCounter) CallCreated()                                        {}
+func (noCounter) CallEnded(toolgate.CallStatus, time.Time, time.Time) {}
 
 // BuiltinTools is what the engine needs to know of the tools that run
 // inside the gateway: their names, so that no remote tool shadows one,

@@ -99,7 +99,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			mountAgent(r, api)
 			s.mcp.Mount(r)
 		},
-		Metrics:        eng.MetricsHandler(),
+		Metrics:        p.metrics.handler(),
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Heartbeat:      cfg.Heartbeat,

@@ -26,12 +26,14 @@ func AgentKeyFile(dbPath string) string {
 }
 
 // parts are what Open builds over the store, in order: the agent key, the
-// tools that run inside the gateway, the engine, the agent host. Each is
+// tools that run inside the gateway, the metrics, the engine, the agent
+// host. Each is
 // built from what comes before it.
 type parts struct {
-	tools  *agenthost.Tools
-	engine *engine.Engine
-	agent  *agenthost.Agent
+	metrics *metrics
+	tools   *agenthost.Tools
+	engine  *engine.Engine
+	agent   *agenthost.Agent
 }
 
 // build builds the parts over st. When a step fails, what the earlier
@@ -46,22 +48,24 @@ func build(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(ctx, engineOptions(cfg, key, tools), st, log)
+	m := newMetrics(st)
+	eng, err := engine.New(ctx, engineOptions(cfg, key, tools, m), st, log)
 	if err != nil {
 		tools.Close()
 		return nil, err
 	}
+	m.watchEngine(eng)
 	agent, err := agenthost.New(tools, eng, hostOpts, log)
 	if err != nil {
 		eng.Close()
 		tools.Close()
 		return nil, err
 	}
-	return &parts{tools: tools, engine: eng, agent: agent}, nil
+	return &parts{metrics: m, tools: tools, engine: eng, agent: agent}, nil
 }
 
 // engineOptions maps the configuration to the engine's options.
-func engineOptions(cfg Config, key *engine.AgentKey, tools *agenthost.Tools) engine.Options {
+func engineOptions(cfg Config, key *engine.AgentKey, tools *agenthost.Tools, calls engine.CallCounter) engine.Options {
 	return engine.Options{
 		AgentKey:               key,
 		ClientKey:              cfg.ClientKey,
@@ -82,6 +86,7 @@ func engineOptions(cfg Config, key *engine.AgentKey, tools *agenthost.Tools) eng
 		Hooks:                  tools.Hooks,
 		Builtins:               tools.Builtins(),
 		OrphanRuns:             tools.OrphanRuns(),
+		Calls:                  calls,
 		Now:                    cfg.Now,
 	}
 }
