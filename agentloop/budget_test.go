@@ -106,7 +106,6 @@ func TestCheckStepBudget(t *testing.T) {
 	if err := reg.AddBuiltin(paid); err != nil {
 		t.Fatal(err)
 	}
-	reg.Connect(nil, nil)
 	var asked []string
 	r := &Runner{Registry: reg, Store: costStore{cost: func(runID, except string) (float64, error) {
 		asked = append(asked, except)

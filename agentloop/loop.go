@@ -29,9 +29,12 @@ const (
 // model is not asked again for a turn it has taken.
 type Runner struct {
 	Registry *Registry
-	Model    Model // nil when no model is configured
-	Store    RunStore
-	Log      *slog.Logger // failures no caller sees; nil discards them
+	// Gateway is what a run's tools go through: the engine, as the
+	// directory of the sessions' tools and the dispatch of every call.
+	Gateway Gateway
+	Model   Model // nil when no model is configured
+	Store   RunStore
+	Log     *slog.Logger // failures no caller sees; nil discards them
 	// Guard is the safety step tool outputs pass before the model, the
 	// run's events and its stored messages see them (safety.go); nil
 	// passes them as they are.
@@ -82,7 +85,7 @@ func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time)
 	}
 	if in.SessionID != "" {
 		// The session must exist; its tools are what the model is shown.
-		if _, err := r.Registry.ToolsFor(ctx, in.SessionID); err != nil {
+		if _, err := r.Registry.ToolsFor(ctx, r.Gateway, in.SessionID); err != nil {
 			return nil, err
 		}
 	}
@@ -155,7 +158,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			r.log().Warn("run waits for a model to be configured", "run", run.ID)
 			return
 		}
-		tools, err := r.Registry.ToolsFor(ctx, run.SessionID)
+		tools, err := r.Registry.ToolsFor(ctx, r.Gateway, run.SessionID)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -308,7 +311,7 @@ func (r *Runner) runTool(ctx context.Context, run *toolgate.Run, step, index int
 	if !json.Valid([]byte(args)) {
 		err = toolgate.Errorf(toolgate.EInvalidArgs, "the arguments are not valid JSON: %s", truncate(args, 200))
 	} else {
-		tool = r.Registry.Resolve(name, run.SessionID)
+		tool = r.Registry.Resolve(name, run.SessionID, r.Gateway)
 		if d, c := Estimates(tool, json.RawMessage(args)); d > 0 || c > 0 {
 			base.EstimatedDurationMS, base.EstimatedCost = d.Milliseconds(), c
 		}

@@ -17,10 +17,19 @@ type RemoteDirectory interface {
 	ListTools(ctx context.Context, sessionID string) ([]toolgate.ToolInfo, error)
 }
 
+// Gateway is what the tools of a run go through: the directory of the
+// sessions' tools and the dispatch of every call. The engine implements
+// it; the registry is built before it and is handed it per use (the
+// Runner's Gateway).
+type Gateway interface {
+	RemoteDirectory
+	Dispatcher
+}
+
 // Registry knows every tool and where it runs: the built-in tools, held
 // here; the tool sets (an imported MCP server's tools, a sandbox
 // directory's: toolset.go), asked live; and the remote tools of each
-// session, read live from the engine (so a session's tools are gone the
+// session, read live from the gateway handed to ToolsFor (so a session's tools are gone the
 // moment it closes or expires, and nothing here can drift from what the
 // gateway has stored). It refuses a remote tool that would shadow a
 // built-in one, take a tool set's prefix or a sandboxed tool's name, and
@@ -28,13 +37,11 @@ type RemoteDirectory interface {
 type Registry struct {
 	hooks *Hooks
 
-	mu         sync.RWMutex
-	builtins   map[string]Tool
-	names      []string // built-in names, sorted
-	remote     RemoteDirectory
-	dispatcher Dispatcher
-	sets       []ToolSet // in the order added; no prefix a prefix of another
-	watchers   []func()  // told of the sets' changes (OnChange)
+	mu       sync.RWMutex
+	builtins map[string]Tool
+	names    []string  // built-in names, sorted
+	sets     []ToolSet // in the order added; no prefix a prefix of another
+	watchers []func()  // told of the sets' changes (OnChange)
 }
 
 // NewRegistry returns an empty registry whose registration check also
@@ -48,13 +55,6 @@ func NewRegistry(hooks *Hooks) *Registry {
 
 // Hooks returns the hook chain the registry checks registrations with.
 func (r *Registry) Hooks() *Hooks { return r.hooks }
-
-// Connect gives the registry the engine's session tools and dispatch.
-func (r *Registry) Connect(dir RemoteDirectory, d Dispatcher) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.remote, r.dispatcher = dir, d
-}
 
 // AddBuiltin registers a tool that runs inside the gateway. Its spec must
 // pass the check every registered tool passes (toolgate.CheckToolSpec), its
@@ -153,12 +153,15 @@ func (r *Registry) CheckRemote(sessionID string, spec toolgate.ToolSpec) error {
 
 // ToolsFor returns the tools a run for the session may use: the built-in
 // tools, the tools of the tool sets that are online, and the session's
-// tools that are online, sorted by name (built-ins and sets first). Every
-// one executes through the engine, so each call is stored. An empty
-// sessionID gives the tools called without a session only.
-func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, error) {
+// tools that are online (as gw lists them), sorted by name (built-ins and
+// sets first). Every one executes through gw, so each call is stored. An
+// empty sessionID gives the tools called without a session only.
+func (r *Registry) ToolsFor(ctx context.Context, gw Gateway, sessionID string) ([]Tool, error) {
+	var d Dispatcher
+	if gw != nil {
+		d = gw
+	}
 	r.mu.RLock()
-	dir, d := r.remote, r.dispatcher
 	tools := make([]Tool, 0, len(r.names))
 	for _, name := range r.names {
 		tools = append(tools, builtinThroughGateway(r.builtins[name], d))
@@ -174,12 +177,12 @@ func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, erro
 	r.mu.RUnlock()
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name(), b.Name()) })
 	if d == nil {
-		return nil, fmt.Errorf("agentloop: registry is not connected to a dispatcher")
+		return nil, fmt.Errorf("agentloop: no gateway to dispatch the tools' calls through")
 	}
 	if sessionID == "" {
 		return tools, nil
 	}
-	infos, err := dir.ListTools(ctx, sessionID)
+	infos, err := gw.ListTools(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -193,27 +196,27 @@ func (r *Registry) ToolsFor(ctx context.Context, sessionID string) ([]Tool, erro
 
 // Resolve returns the tool a name stands for in a run of the session: the
 // built-in tool of that name, a tool set's, else the session's remote
-// tool, executed through the engine either way. It does not check that
+// tool, executed through d either way. It does not check that
 // the session (or the set) has the tool: the engine judges the call
 // (unknown tool, offline session, a set not listed yet) and its answer
 // reaches the model like any other. A name under a set's prefix is the
 // set's, listed or not.
-func (r *Registry) Resolve(name, sessionID string) Tool {
+func (r *Registry) Resolve(name, sessionID string, d Dispatcher) Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if b, ok := r.builtins[name]; ok {
-		return builtinThroughGateway(b, r.dispatcher)
+		return builtinThroughGateway(b, d)
 	}
 	t, ts, ok := r.setToolLocked(name)
 	if ok {
-		return setToolThroughGateway(t, ts.Source(), r.dispatcher)
+		return setToolThroughGateway(t, ts.Source(), d)
 	}
 	if ts != nil {
-		gt := NewRemoteTool(toolgate.ToolSpec{Name: name}, "", r.dispatcher)
+		gt := NewRemoteTool(toolgate.ToolSpec{Name: name}, "", d)
 		gt.source = ts.Source()
 		return gt
 	}
-	return NewRemoteTool(toolgate.ToolSpec{Name: name}, sessionID, r.dispatcher)
+	return NewRemoteTool(toolgate.ToolSpec{Name: name}, sessionID, d)
 }
 
 // builtinThroughGateway wraps a built-in tool so that its calls are

@@ -107,7 +107,7 @@ func (r *Runner) needsSanitization(ctx context.Context, tool Tool, sessionID str
 		return true
 	}
 	if gt := tool.(*GatewayTool); gt.spec.RequiresSanitization == nil {
-		tools, err := r.Registry.ToolsFor(ctx, sessionID)
+		tools, err := r.Registry.ToolsFor(ctx, r.Gateway, sessionID)
 		if err != nil {
 			return true
 		}

@@ -29,7 +29,6 @@ func (s *plainSet) Watch(func())                {}
 // claims, and may once the set no longer lists it.
 func TestRegistryPlainToolSets(t *testing.T) {
 	r := NewRegistry(nil)
-	r.Connect(nil, nullDispatcher{})
 	if err := r.AddBuiltin(NewCurrentTimeTool(time.Now)); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +57,7 @@ func TestRegistryPlainToolSets(t *testing.T) {
 	if got, want := strings.Join(listed, " "), "current_time/builtin echo/sandbox fs__read/mcp shared/sandbox solo/other"; got != want {
 		t.Fatalf("listed %q; want %q", got, want)
 	}
-	tools, err := r.ToolsFor(context.Background(), "")
+	tools, err := r.ToolsFor(context.Background(), nullDispatcher{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func TestRegistryPlainToolSets(t *testing.T) {
 		if got := r.SourceOf(name).Kind; got != kind {
 			t.Errorf("SourceOf(%s) = %s; want %s", name, got, kind)
 		}
-		if got := r.Resolve(name, "S1").(*GatewayTool).Source().Kind; got != kind {
+		if got := r.Resolve(name, "S1", nullDispatcher{}).(*GatewayTool).Source().Kind; got != kind {
 			t.Errorf("Resolve(%s) runs as %s; want %s", name, got, kind)
 		}
 	}

@@ -45,6 +45,9 @@ func (nullDispatcher) Dispatch(context.Context, DispatchRequest) (*toolgate.Call
 func (nullDispatcher) Wait(context.Context, string, func(json.RawMessage)) (*toolgate.Call, error) {
 	return nil, nil
 }
+func (nullDispatcher) ListTools(context.Context, string) ([]toolgate.ToolInfo, error) {
+	return nil, nil
+}
 
 // TestRegistryListsAndGuardsToolSets: a tool set's tools are listed with
 // the built-in ones (by name, with their source and online state), found
@@ -52,7 +55,6 @@ func (nullDispatcher) Wait(context.Context, string, func(json.RawMessage)) (*too
 // the set's prefix, nor another set overlap it.
 func TestRegistryListsAndGuardsToolSets(t *testing.T) {
 	r := NewRegistry(nil)
-	r.Connect(nil, nullDispatcher{})
 	if err := r.AddBuiltin(NewCurrentTimeTool(time.Now)); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestRegistryListsAndGuardsToolSets(t *testing.T) {
 	}
 
 	offered := func() string {
-		tools, err := r.ToolsFor(context.Background(), "")
+		tools, err := r.ToolsFor(context.Background(), nullDispatcher{}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
-// Package server is toolgate's engine and process: it keeps sessions and
-// their tools, dispatches calls to the streams and polls of the client that
-// owns the tool, waits for answers, enforces deadlines, grace and expiry,
-// recovers open work at start-up, and runs the HTTP server around it.
+// Package server is toolgate's process: it builds the engine (package
+// engine) and the agent host (package agenthost) over the store, in that
+// order (wire.go), and runs the HTTP server around them.
 //
 // # Lifecycle
 //

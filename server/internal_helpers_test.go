@@ -75,19 +75,6 @@ func startServerLogging(t testing.TB, cfg Config, log *slog.Logger) (srv *Server
 	return srv, stop
 }
 
-// serveWithTool starts a gateway on a fresh database (configure may change
-// its Config first) with one session offering tool, and returns the server
-// and the session's id; it stops when the test ends.
-func serveWithTool(t *testing.T, configure func(*Config), tool string) (*Server, string) {
-	t.Helper()
-	cfg := testConfig(t)
-	if configure != nil {
-		configure(&cfg)
-	}
-	srv, _ := startServer(t, cfg)
-	return srv, newSessionWithTool(t, srv.Engine, toolgate.ToolSpec{Name: tool, Description: "a test tool"})
-}
-
 // newSessionWithTool creates a session of e offering one tool and returns
 // the session's id.
 func newSessionWithTool(t *testing.T, e *Engine, spec toolgate.ToolSpec) string {

@@ -9,17 +9,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/store"
 )
 
 // metrics are the gateway's Prometheus metrics, in a registry of its own so
-// that two engines in one test process do not collide.
+// that two engines in one test process do not collide. The engine counts
+// calls through them (engine.Options.Calls), built before it; the gauges
+// of its sessions are added once it is built (watchEngine).
 type metrics struct {
 	registry  *prometheus.Registry
 	calls     *prometheus.CounterVec
 	roundTrip prometheus.Histogram
 }
 
-func newMetrics(e *Engine) *metrics {
+func newMetrics(st *store.Store) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -36,33 +40,14 @@ func newMetrics(e *Engine) *metrics {
 		m.calls, m.roundTrip,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "toolgate_sessions_online",
-			Help: "Open sessions that hold a stream or polled recently.",
-		}, func() float64 {
-			now := e.now()
-			n := 0
-			e.sessions.each(func(s *sessionState) {
-				if s.online(now, e.cfg.PollWait) {
-					n++
-				}
-			})
-			return float64(n)
-		}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "toolgate_sessions_open",
-			Help: "Sessions neither closed nor expired.",
-		}, func() float64 {
-			return float64(e.sessions.count())
-		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolgate_db_transactions_total",
 			Help: "Write transactions committed (or attempted) since start; one carries many operations under load.",
-		}, func() float64 { return float64(e.st.Transactions()) }),
+		}, func() float64 { return float64(st.Transactions()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolgate_db_write_operations_total",
 			Help: "Write operations run since start.",
-		}, func() float64 { return float64(e.st.Operations()) }),
+		}, func() float64 { return float64(st.Operations()) }),
 	)
 	for _, s := range []toolgate.CallStatus{toolgate.StatusPending, toolgate.StatusCompleted, toolgate.StatusFailed,
 		toolgate.StatusTimedOut, toolgate.StatusCancelled, toolgate.StatusDenied} {
@@ -71,16 +56,38 @@ func newMetrics(e *Engine) *metrics {
 	return m
 }
 
-func (m *metrics) callCreated() { m.calls.WithLabelValues(string(toolgate.StatusPending)).Inc() }
+// watchEngine adds the gauges of the engine's sessions.
+func (m *metrics) watchEngine(e *engine.Engine) {
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "toolgate_sessions_online",
+			Help: "Open sessions that hold a stream or polled recently.",
+		}, func() float64 {
+			_, online := e.SessionCounts()
+			return float64(online)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "toolgate_sessions_open",
+			Help: "Sessions neither closed nor expired.",
+		}, func() float64 {
+			open, _ := e.SessionCounts()
+			return float64(open)
+		}),
+	)
+}
 
-func (m *metrics) callEnded(status toolgate.CallStatus, created, now time.Time) {
+// CallCreated implements engine.CallCounter.
+func (m *metrics) CallCreated() { m.calls.WithLabelValues(string(toolgate.StatusPending)).Inc() }
+
+// CallEnded implements engine.CallCounter.
+func (m *metrics) CallEnded(status toolgate.CallStatus, created, now time.Time) {
 	m.calls.WithLabelValues(string(status)).Inc()
 	if !created.IsZero() && (status == toolgate.StatusCompleted || status == toolgate.StatusFailed) {
 		m.roundTrip.Observe(now.Sub(created).Seconds())
 	}
 }
 
-// MetricsHandler serves /metrics in the Prometheus text format.
-func (e *Engine) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(e.metrics.registry, promhttp.HandlerOpts{})
+// handler serves /metrics in the Prometheus text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/agenthost"
 	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/mcpserve"
 	"github.com/toolgate/toolgate/store"
@@ -26,10 +27,11 @@ type Server struct {
 	Engine *Engine
 	Agent  *Agent
 
-	log  *slog.Logger
-	api  *handlers.API
-	mcp  *mcpserve.Endpoint // /mcp and /mcp/sessions/{sid}
-	http *http.Server
+	tools *agenthost.Tools // the tools inside the gateway, built before the engine
+	log   *slog.Logger
+	api   *handlers.API
+	mcp   *mcpserve.Endpoint // /mcp and /mcp/sessions/{sid}
+	http  *http.Server
 	// overTLS is whether Serve serves HTTPS (the Config names a
 	// certificate). Not read from http.TLSConfig: net/http sets that
 	// field itself when it sets up HTTP/2, also for plain HTTP.
@@ -77,18 +79,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return fail(err)
 	}
 	s.Store = st
-	eng, err := NewEngine(ctx, cfg, st, log)
+	p, err := build(ctx, cfg, st, log)
 	if err != nil {
 		return fail(err)
 	}
-	s.Engine = eng
-	agent, err := newAgent(eng, cfg, log)
-	if err != nil {
-		return fail(err)
-	}
-	s.Agent = agent
+	s.tools, s.Engine, s.Agent = p.tools, p.engine, p.agent
+	eng, agent := p.engine, p.agent
 	s.mcp = mcpserve.New(mcpserve.Options{
-		Engine:         eng,
+		Engine:         agenthost.MCPGuard{Engine: eng, Tools: p.tools, ClientKey: cfg.ClientKey},
 		Log:            log,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -101,7 +99,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			mountAgent(r, api)
 			s.mcp.Mount(r)
 		},
-		Metrics:        eng.MetricsHandler(),
+		Metrics:        p.metrics.handler(),
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Heartbeat:      cfg.Heartbeat,
@@ -138,12 +136,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	// Runs and built-in calls a stopped process left open go on now; a run
 	// waiting on a remote call goes on when its client answers.
-	if err := agent.resume(ctx); err != nil {
+	if err := agent.Resume(ctx); err != nil {
 		log.Error("resume agent work", "err", err)
 	}
 	// The imported MCP servers connect now, after resume (see
-	// Agent.startImports); Close stops them.
-	agent.startImports()
+	// Tools.StartImports); Close stops them.
+	p.tools.StartImports(log)
 	return s, nil
 }
 
@@ -255,9 +253,11 @@ func (s *Server) Close() error {
 		if s.Engine != nil {
 			s.Engine.Close()
 		}
+		if s.tools != nil {
+			s.tools.Close()
+		}
 		if s.Agent != nil {
-			s.Agent.stopImports()
-			s.Agent.wait()
+			s.Agent.Wait()
 		}
 		if s.Store != nil {
 			err = errors.Join(err, s.Store.Close())
