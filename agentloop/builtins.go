@@ -97,25 +97,25 @@ func (t *FuncTool[Args]) EstimatedDuration(json.RawMessage) (time.Duration, bool
 
 // Execute implements Tool: it decodes the arguments into Args (unknown
 // fields refused) and runs the function.
-func (t *FuncTool[Args]) Execute(ctx context.Context, raw json.RawMessage) (Result, error) {
+func (t *FuncTool[Args]) Execute(ctx context.Context, raw json.RawMessage) (toolgate.Result, error) {
 	start := time.Now()
 	var args Args
 	if len(raw) > 0 && string(raw) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&args); err != nil {
-			return Result{}, toolgate.Errorf(toolgate.EInvalidArgs, "arguments of %s: %v", t.name, err)
+			return toolgate.Result{}, toolgate.Errorf(toolgate.EInvalidArgs, "arguments of %s: %v", t.name, err)
 		}
 	}
 	out, err := t.fn(ctx, args)
 	if err != nil {
-		return Result{Duration: time.Since(start)}, err
+		return toolgate.Result{Duration: time.Since(start)}, err
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return Result{Duration: time.Since(start)}, fmt.Errorf("encode the output of %s: %w", t.name, err)
+		return toolgate.Result{Duration: time.Since(start)}, fmt.Errorf("encode the output of %s: %w", t.name, err)
 	}
-	return Result{Output: b, Duration: time.Since(start)}, nil
+	return toolgate.Result{Output: b, Duration: time.Since(start)}, nil
 }
 
 // CurrentTimeArgs are the arguments of the current_time tool.
@@ -197,7 +197,7 @@ func NewCallHistoryTool(h CallHistory) *FuncTool[CallHistoryArgs] {
 			if a.Limit < 1 || a.Limit > 50 {
 				return nil, toolgate.Errorf(toolgate.EInvalidArgs, "limit must be between 1 and 50")
 			}
-			if caller := CallerSession(ctx); caller != "" {
+			if caller := toolgate.CallerSession(ctx); caller != "" {
 				// A run a session started sees that session's calls only.
 				if a.SessionID != "" && a.SessionID != caller {
 					return nil, toolgate.Errorf(toolgate.EPermissionDenied, "this run may read only the calls of its own session %s", caller)

@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolgate/toolgate"
 	"golang.org/x/sync/semaphore"
-
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // StackReserveMB is what a call is counted beside its memory limit for
@@ -91,7 +90,7 @@ func (r *room) wait(ctx context.Context, weight int64) (release func(), err erro
 			undo[i]()
 		}
 	}
-	if sid := agentloop.CallerSession(ctx); sid != "" {
+	if sid := toolgate.CallerSession(ctx); sid != "" {
 		own := r.join(r.bySession, sid)
 		undo = append(undo, func() { r.leave(r.bySession, sid) })
 		type step struct {
@@ -99,7 +98,7 @@ func (r *room) wait(ctx context.Context, weight int64) (release func(), err erro
 			back func()
 		}
 		steps := []step{{func() error { return take(ctx, own.slots) }, func() { <-own.slots }}}
-		if addr := agentloop.CallerAddress(ctx); addr != "" {
+		if addr := toolgate.CallerAddress(ctx); addr != "" {
 			from := r.join(r.byAddress, addr)
 			undo = append(undo, func() { r.leave(r.byAddress, addr) })
 			steps = append(steps, step{func() error { return take(ctx, from.slots) }, func() { <-from.slots }})

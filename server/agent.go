@@ -58,7 +58,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtins := append([]agentloop.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e), httpRequest}, agentloop.NewMemoryTools(memoryNotes{e})...)
+	builtins := append([]toolgate.Tool{agentloop.NewCurrentTimeTool(e.now), agentloop.NewCallHistoryTool(e), httpRequest}, agentloop.NewMemoryTools(memoryNotes{e})...)
 	builtins, err = withoutDisabled(builtins, cfg.DisabledBuiltins)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 // withoutDisabled returns the built-in tools but those named in disabled
 // (--disable-builtins); a name that is no built-in tool is an error, so a
 // typo does not leave a tool on.
-func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.Tool, error) {
+func withoutDisabled(builtins []toolgate.Tool, disabled []string) ([]toolgate.Tool, error) {
 	off := map[string]bool{}
 	names := make([]string, 0, len(builtins))
 	for _, t := range builtins {
@@ -126,7 +126,7 @@ func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.
 		}
 		off[name] = true
 	}
-	return slices.DeleteFunc(builtins, func(t agentloop.Tool) bool { return off[t.Name()] }), nil
+	return slices.DeleteFunc(builtins, func(t toolgate.Tool) bool { return off[t.Name()] }), nil
 }
 
 // importMCPServers adds a tool set to reg for each imported MCP server

@@ -23,7 +23,7 @@ func (e *Engine) admitRemote(sid string, spec toolgate.ToolSpec) error {
 }
 
 // builtinEntry returns a built-in tool with its compiled schema.
-func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
+func (e *Engine) builtinEntry(name string) (toolgate.Tool, *toolEntry, error) {
 	if e.builtins == nil {
 		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
 	}
@@ -31,7 +31,7 @@ func (e *Engine) builtinEntry(name string) (agentloop.Tool, *toolEntry, error) {
 	if !ok {
 		return nil, nil, toolgate.Errorf(toolgate.EToolNotFound, "no built-in tool %q; a remote tool needs session_id", name)
 	}
-	spec := agentloop.Spec(tool)
+	spec := toolgate.SpecOf(tool)
 	e.builtinMu.Lock()
 	defer e.builtinMu.Unlock()
 	entry := e.builtinEntries[name]
@@ -75,7 +75,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	if err != nil {
 		return nil, false, err
 	}
-	if a, ok := tool.(agentloop.Availability); ok {
+	if a, ok := tool.(toolgate.Availability); ok {
 		if err := a.Unavailable(); err != nil {
 			return nil, false, err // not stored: the tool cannot run now
 		}
@@ -87,7 +87,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 	if err != nil {
 		return nil, false, err
 	}
-	check := agentloop.CallCheck{RunID: opts.RunID, Tool: req.Tool, Args: args, Source: e.builtins.SourceOf(req.Tool)}
+	check := toolgate.CallCheck{RunID: opts.RunID, Tool: req.Tool, Args: args, Source: e.builtins.SourceOf(req.Tool)}
 	if err := e.hooks.CheckCall(ctx, check); err != nil {
 		return nil, false, err
 	}
@@ -117,7 +117,7 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // tool such as call_history shows that session no one else's calls, and
 // from its run's client address (agentloop.WithCallerAddress), so the
 // sandbox shares its slots per address too.
-func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
+func (e *Engine) startBuiltin(row *store.CallRow, tool toolgate.Tool) {
 	id, args := row.ID, json.RawMessage(row.Args)
 	caller, address := "", ""
 	if row.RunID.Valid {
@@ -148,11 +148,11 @@ func (e *Engine) startBuiltin(row *store.CallRow, tool agentloop.Tool) {
 		if len(e.waiters.stillOpen([]string{id})) == 0 {
 			return
 		}
-		ctx = agentloop.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, p) })
+		ctx = toolgate.WithProgressReporter(ctx, func(p json.RawMessage) { e.builtinProgress(id, p) })
 		if caller != "" {
-			ctx = agentloop.WithCallerSession(ctx, caller)
+			ctx = toolgate.WithCallerSession(ctx, caller)
 			if address != "" {
-				ctx = agentloop.WithCallerAddress(ctx, address)
+				ctx = toolgate.WithCallerAddress(ctx, address)
 			}
 		}
 		started := e.now()
@@ -225,7 +225,7 @@ func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 		return
 	}
 	e.waiters.opened(r.ID, "", 0) // stored already: counted, never refused
-	if rr, ok := tool.(agentloop.Rerunnable); ok && !rr.SafeToRerun(json.RawMessage(r.Args)) {
+	if rr, ok := tool.(toolgate.Rerunnable); ok && !rr.SafeToRerun(json.RawMessage(r.Args)) {
 		e.endInterrupted(r)
 		return
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -28,7 +27,7 @@ import (
 type BuiltinTools interface {
 	Has(name string) bool
 	List() []toolgate.ToolInfo
-	Builtin(name string) (agentloop.Tool, bool)
+	Builtin(name string) (toolgate.Tool, bool)
 	// SourceOf says where the tool called without a session of that name
 	// comes from: built in, or an imported MCP server.
 	SourceOf(name string) toolgate.ToolSource
@@ -53,7 +52,7 @@ type Engine struct {
 	now      func() time.Time
 	agentKey agentKey // the caller/admin secret, known by its hash (agentkey.go)
 	builtins BuiltinTools
-	hooks    *agentloop.Hooks // before-call hooks and registration rules
+	hooks    *toolgate.Hooks // before-call hooks and registration rules
 	metrics  *metrics
 	schemas  *schemaCache // compiled argument schemas, shared among tools
 
@@ -116,7 +115,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		waiters:   newCallWaiters(),
 		schemas:   newSchemaCache(),
 		stop:      make(chan struct{}),
-		hooks:     &agentloop.Hooks{},
+		hooks:     &toolgate.Hooks{},
 
 		builtinEntries: map[string]*toolEntry{},
 	}
@@ -129,7 +128,7 @@ func NewEngine(ctx context.Context, cfg Config, st *store.Store, log *slog.Logge
 		if err != nil {
 			return nil, fmt.Errorf("tool name pattern: %w", err)
 		}
-		e.hooks.OnBeforeRegister(agentloop.ToolNamePolicy(re))
+		e.hooks.OnBeforeRegister(toolgate.ToolNamePolicy(re))
 	}
 	if err := e.loadAgentKey(ctx); err != nil {
 		return nil, err
@@ -165,7 +164,7 @@ func (e *Engine) SetBuiltins(b BuiltinTools) { e.builtins = b }
 
 // Hooks returns the chain every call (before it is stored) and every
 // remote tool registration passes; embedders add their own hooks to it.
-func (e *Engine) Hooks() *agentloop.Hooks { return e.hooks }
+func (e *Engine) Hooks() *toolgate.Hooks { return e.hooks }
 
 // Close stops the engine's background loops. The store stays open.
 func (e *Engine) Close() {
