@@ -41,7 +41,7 @@ const maxErrorMessage = 2000
 // Execute implements toolgate.Tool: tools/call on the server, with ctx
 // (the engine cancels it when the call is cancelled or times out, and the
 // SDK then sends notifications/cancelled), a progress token whose
-// notifications/progress go on through agentloop.ReportProgress, and the
+// notifications/progress go on through toolgate.ReportProgress, and the
 // result mapped onto the gateway's (resultOutput).
 //
 // Its error passes Options.Redact: it holds what the server answered.

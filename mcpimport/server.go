@@ -232,7 +232,7 @@ func (s *Server) Watch(fn func()) {
 	s.watchers = append(s.watchers, fn)
 }
 
-// AwaitListing implements agentloop.Listing: it waits until the server's
+// AwaitListing implements toolgate.Listing: it waits until the server's
 // tools are listed, or its first connection attempt failed, or Close, or
 // until ctx ends, and returns nil once they are listed, else the
 // TOOL_OFFLINE error of tool.

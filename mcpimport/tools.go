@@ -41,10 +41,10 @@ func (t *tool) Description() string { return t.description }
 // Parameters implements toolgate.Tool.
 func (t *tool) Parameters() json.RawMessage { return t.parameters }
 
-// ReadOnly implements agentloop.ReadOnlyer: the server's readOnlyHint.
+// ReadOnly implements toolgate.ReadOnlyer: the server's readOnlyHint.
 func (t *tool) ReadOnly() bool { return t.readOnly }
 
-// Unavailable implements agentloop.Availability: TOOL_OFFLINE while the
+// Unavailable implements toolgate.Availability: TOOL_OFFLINE while the
 // server is down.
 func (t *tool) Unavailable() error { return t.srv.offlineError(t.name) }
 

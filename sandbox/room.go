@@ -31,14 +31,14 @@ func weightMB(memoryLimitMB int64) int64 { return memoryLimitMB + StackReserveMB
 const freeAfterAllocBytes = 32 << 20
 
 // room is the bounds of the calls running at once, and their fair
-// shares. The agent key's calls (no agentloop.CallerSession) take a slot
+// shares. The agent key's calls (no toolgate.CallerSession) take a slot
 // and their memory from the whole; the calls of the runs a session's
 // token started take them first from the sessions' share, which leaves
 // the agent key a quarter of the slots (at least one) and of the memory
 // budget, and one session at most half the sessions' share of slots, so
 // neither one session nor all of them together can make the agent key's
 // calls wait behind theirs. The sessions whose runs came from one client
-// address (agentloop.CallerAddress) hold together at most half the
+// address (toolgate.CallerAddress) hold together at most half the
 // sessions' share too: sessions are cheap to create, so a share per
 // session alone would let one address take every session slot.
 type room struct {
@@ -80,8 +80,8 @@ func newRoom(maxConcurrent int, budgetMB int64, freer *memoryFreer) *room {
 }
 
 // wait takes a slot and weight MiB of memory for a call, from the shares
-// of the session it runs for (agentloop.CallerSession) and of that
-// session's client address (agentloop.CallerAddress) first, waiting
+// of the session it runs for (toolgate.CallerSession) and of that
+// session's client address (toolgate.CallerAddress) first, waiting
 // within ctx; release gives them back.
 func (r *room) wait(ctx context.Context, weight int64) (release func(), err error) {
 	var undo []func()

@@ -15,7 +15,7 @@ import (
 )
 
 // TestSessionsShareTheRoom: the calls of runs that sessions' tokens
-// started (agentloop.CallerSession in their context, as the engine sets
+// started (toolgate.CallerSession in their context, as the engine sets
 // it) have a share of the calls running at once: one session holds at
 // most half of it, all sessions together three quarters of the slots,
 // so a session spinning many calls neither starves another session nor
@@ -68,7 +68,7 @@ func TestSessionsShareTheRoom(t *testing.T) {
 }
 
 // TestAddressesShareTheRoom: the sessions of one client address
-// (agentloop.CallerAddress) hold together at most one session's share of
+// (toolgate.CallerAddress) hold together at most one session's share of
 // slots, so many cheap sessions from one address spinning calls cannot
 // starve a session from another address.
 func TestAddressesShareTheRoom(t *testing.T) {

@@ -36,34 +36,34 @@ func (t *Tool) Description() string { return t.config.spec.Description }
 // Parameters implements toolgate.Tool.
 func (t *Tool) Parameters() json.RawMessage { return t.config.spec.Parameters }
 
-// Timeout implements agentloop.Timeouter: timeout_ms, zero for the
+// Timeout implements toolgate.Timeouter: timeout_ms, zero for the
 // gateway's default.
 func (t *Tool) Timeout() time.Duration {
 	return time.Duration(t.config.spec.TimeoutMS) * time.Millisecond
 }
 
-// RequiresApproval implements agentloop.Approver.
+// RequiresApproval implements toolgate.Approver.
 func (t *Tool) RequiresApproval() toolgate.Approval { return t.config.spec.RequiresApproval }
 
-// RateLimit implements agentloop.RateLimiter.
+// RateLimit implements toolgate.RateLimiter.
 func (t *Tool) RateLimit() *toolgate.RateLimit { return t.config.spec.RateLimit }
 
-// ReadOnly implements agentloop.ReadOnlyer.
+// ReadOnly implements toolgate.ReadOnlyer.
 func (t *Tool) ReadOnly() bool { return t.config.spec.ReadOnly }
 
-// EstimatedDuration implements agentloop.DurationEstimator.
+// EstimatedDuration implements toolgate.DurationEstimator.
 func (t *Tool) EstimatedDuration(json.RawMessage) (time.Duration, bool) {
 	ms := t.config.spec.EstimatedDurationMS
 	return time.Duration(ms) * time.Millisecond, ms > 0
 }
 
-// EstimatedCost implements agentloop.CostEstimator.
+// EstimatedCost implements toolgate.CostEstimator.
 func (t *Tool) EstimatedCost(json.RawMessage) (float64, bool) {
 	c := t.config.spec.EstimatedCost
 	return c, c > 0
 }
 
-// RequiresSanitization implements agentloop.SanitizationRequirer: what
+// RequiresSanitization implements toolgate.SanitizationRequirer: what
 // NAME.json says, else yes (a sandboxed module's output is not the
 // gateway's own).
 func (t *Tool) RequiresSanitization() bool {

@@ -113,9 +113,9 @@ func (e *Engine) dispatchBuiltin(ctx context.Context, req toolgate.CallRequest, 
 // call still open when the process stops is run again at the next start
 // (resumeBuiltinCalls); one whose deadline passed ends timed_out through
 // the deadline queue. A call of a run that a session's token started runs
-// on behalf of that session (agentloop.WithCallerSession), so a built-in
+// on behalf of that session (toolgate.WithCallerSession), so a built-in
 // tool such as call_history shows that session no one else's calls, and
-// from its run's client address (agentloop.WithCallerAddress), so the
+// from its run's client address (toolgate.WithCallerAddress), so the
 // sandbox shares its slots per address too.
 func (e *Engine) startBuiltin(row *store.CallRow, tool toolgate.Tool) {
 	id, args := row.ID, json.RawMessage(row.Args)
@@ -216,7 +216,7 @@ func (e *Engine) resumeBuiltinCalls(ctx context.Context) error {
 
 // resumeBuiltinCall runs again an open call of a tool inside the gateway
 // that a stopped process (or node) was running, unless its tool says it
-// must not run again with these arguments (agentloop.Rerunnable): that
+// must not run again with these arguments (toolgate.Rerunnable): that
 // call ends failed with INTERRUPTED.
 func (e *Engine) resumeBuiltinCall(_ context.Context, r *store.CallRow) {
 	tool, _, err := e.builtinEntry(r.Tool)

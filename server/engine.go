@@ -73,7 +73,7 @@ type Engine struct {
 
 	// runAddresses is the client address each run in progress that a
 	// session's token started came from (the agent's launch sets it), for
-	// the built-in calls of that run (agentloop.WithCallerAddress).
+	// the built-in calls of that run (toolgate.WithCallerAddress).
 	runAddresses sync.Map // run id → address
 
 	// onOrphanRuns is the agent's, for several nodes (cluster.go): asked
