@@ -2,7 +2,9 @@ package toolgate
 
 import "time"
 
-// Listener is one open stream or held poll of a session.
+// Listener is one open stream or held poll of a session: the engine hands
+// it out when a client listens, the HTTP layer holds it while it writes
+// the session's events, and neither imports the other for it.
 type Listener interface {
 	// Wake receives a signal whenever the session's event log has grown.
 	Wake() <-chan struct{}

@@ -31,7 +31,7 @@ type FuncTool[Args any] struct {
 	// sees it. Other built-in tools are trusted and skip it.
 	ReachesOutside bool
 	// Rerun, when set, says whether a call with these arguments may run
-	// again after the process running it stopped (Rerunnable); unset, it
+	// again after the process running it stopped (toolgate.Rerunnable); unset, it
 	// may.
 	Rerun func(args json.RawMessage) bool
 }
@@ -56,19 +56,19 @@ func ReflectSchema[Args any]() json.RawMessage {
 	return b
 }
 
-// Name implements Tool.
+// Name implements toolgate.Tool.
 func (t *FuncTool[Args]) Name() string { return t.name }
 
-// Description implements Tool.
+// Description implements toolgate.Tool.
 func (t *FuncTool[Args]) Description() string { return t.description }
 
-// Parameters implements Tool.
+// Parameters implements toolgate.Tool.
 func (t *FuncTool[Args]) Parameters() json.RawMessage { return t.schema }
 
-// Timeout implements Timeouter.
+// Timeout implements toolgate.Timeouter.
 func (t *FuncTool[Args]) Timeout() time.Duration { return t.TimeoutValue }
 
-// RequiresApproval implements Approver.
+// RequiresApproval implements toolgate.Approver.
 func (t *FuncTool[Args]) RequiresApproval() toolgate.Approval {
 	if t.Approval == "" {
 		return toolgate.ApprovalNever
@@ -76,26 +76,26 @@ func (t *FuncTool[Args]) RequiresApproval() toolgate.Approval {
 	return t.Approval
 }
 
-// RateLimit implements RateLimiter.
+// RateLimit implements toolgate.RateLimiter.
 func (t *FuncTool[Args]) RateLimit() *toolgate.RateLimit { return t.Limit }
 
-// ReadOnly implements ReadOnlyer.
+// ReadOnly implements toolgate.ReadOnlyer.
 func (t *FuncTool[Args]) ReadOnly() bool { return t.IsReadOnly }
 
-// RequiresSanitization implements SanitizationRequirer.
+// RequiresSanitization implements toolgate.SanitizationRequirer.
 func (t *FuncTool[Args]) RequiresSanitization() bool { return t.ReachesOutside }
 
-// SafeToRerun implements Rerunnable.
+// SafeToRerun implements toolgate.Rerunnable.
 func (t *FuncTool[Args]) SafeToRerun(args json.RawMessage) bool {
 	return t.Rerun == nil || t.Rerun(args)
 }
 
-// EstimatedDuration implements DurationEstimator.
+// EstimatedDuration implements toolgate.DurationEstimator.
 func (t *FuncTool[Args]) EstimatedDuration(json.RawMessage) (time.Duration, bool) {
 	return t.TypicalLength, t.TypicalLength > 0
 }
 
-// Execute implements Tool: it decodes the arguments into Args (unknown
+// Execute implements toolgate.Tool: it decodes the arguments into Args (unknown
 // fields refused) and runs the function.
 func (t *FuncTool[Args]) Execute(ctx context.Context, raw json.RawMessage) (toolgate.Result, error) {
 	start := time.Now()

@@ -75,36 +75,36 @@ func NewRemoteTool(spec toolgate.ToolSpec, sessionID string, d Dispatcher) *Gate
 	return &GatewayTool{spec: spec, source: toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: sessionID}, dispatcher: d}
 }
 
-// Name implements Tool.
+// Name implements toolgate.Tool.
 func (t *GatewayTool) Name() string { return t.spec.Name }
 
-// Description implements Tool.
+// Description implements toolgate.Tool.
 func (t *GatewayTool) Description() string { return t.spec.Description }
 
-// Parameters implements Tool.
+// Parameters implements toolgate.Tool.
 func (t *GatewayTool) Parameters() json.RawMessage { return t.spec.Parameters }
 
-// Timeout implements Timeouter.
+// Timeout implements toolgate.Timeouter.
 func (t *GatewayTool) Timeout() time.Duration {
 	return time.Duration(t.spec.TimeoutMS) * time.Millisecond
 }
 
-// RequiresApproval implements Approver.
+// RequiresApproval implements toolgate.Approver.
 func (t *GatewayTool) RequiresApproval() toolgate.Approval { return t.spec.RequiresApproval }
 
-// RateLimit implements RateLimiter.
+// RateLimit implements toolgate.RateLimiter.
 func (t *GatewayTool) RateLimit() *toolgate.RateLimit { return t.spec.RateLimit }
 
-// ReadOnly implements ReadOnlyer.
+// ReadOnly implements toolgate.ReadOnlyer.
 func (t *GatewayTool) ReadOnly() bool { return t.spec.ReadOnly }
 
-// RequiresSanitization implements SanitizationRequirer: the spec's
+// RequiresSanitization implements toolgate.SanitizationRequirer: the spec's
 // requires_sanitization, else the default for where the tool runs.
 func (t *GatewayTool) RequiresSanitization() bool {
 	return toolgate.NeedsSanitization(t.spec, t.source)
 }
 
-// EstimatedDuration implements DurationEstimator for built-in tools.
+// EstimatedDuration implements toolgate.DurationEstimator for built-in tools.
 func (t *GatewayTool) EstimatedDuration(args json.RawMessage) (time.Duration, bool) {
 	if x, ok := t.estimates.(toolgate.DurationEstimator); ok {
 		return x.EstimatedDuration(args)
@@ -112,7 +112,7 @@ func (t *GatewayTool) EstimatedDuration(args json.RawMessage) (time.Duration, bo
 	return 0, false
 }
 
-// EstimatedCost implements CostEstimator: a built-in tool's estimate for
+// EstimatedCost implements toolgate.CostEstimator: a built-in tool's estimate for
 // the arguments, else the spec's estimated_cost (a remote tool's).
 func (t *GatewayTool) EstimatedCost(args json.RawMessage) (float64, bool) {
 	if x, ok := t.estimates.(toolgate.CostEstimator); ok {
@@ -124,7 +124,7 @@ func (t *GatewayTool) EstimatedCost(args json.RawMessage) (float64, bool) {
 // Source says where the tool runs.
 func (t *GatewayTool) Source() toolgate.ToolSource { return t.source }
 
-// Execute implements Tool: it dispatches the call (with the run id and
+// Execute implements toolgate.Tool: it dispatches the call (with the run id and
 // idempotency key of the context's Invocation) and waits for its end. A
 // call that did not complete is returned as a *toolgate.Error with the
 // call's error code, message and details, beside the result holding the

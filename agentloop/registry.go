@@ -87,7 +87,7 @@ func (r *Registry) Has(name string) bool {
 
 // Builtin returns the tool called without a session of that name: a
 // built-in tool, or a tool of a tool set (which may be offline: see
-// Availability).
+// toolgate.Availability).
 func (r *Registry) Builtin(name string) (toolgate.Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -142,8 +142,8 @@ type describedTool struct {
 	parameters  json.RawMessage
 }
 
-// Description implements Tool.
+// Description implements toolgate.Tool.
 func (t describedTool) Description() string { return t.description }
 
-// Parameters implements Tool.
+// Parameters implements toolgate.Tool.
 func (t describedTool) Parameters() json.RawMessage { return t.parameters }
