@@ -93,7 +93,7 @@ func New(t *Tools, e *engine.Engine, opts Options, log *slog.Logger) (*Agent, er
 // withoutDisabled returns the built-in tools but those named in disabled
 // (--disable-builtins); a name that is no built-in tool is an error, so a
 // typo does not leave a tool on.
-func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.Tool, error) {
+func withoutDisabled(builtins []toolgate.Tool, disabled []string) ([]toolgate.Tool, error) {
 	off := map[string]bool{}
 	names := make([]string, 0, len(builtins))
 	for _, t := range builtins {
@@ -106,7 +106,7 @@ func withoutDisabled(builtins []agentloop.Tool, disabled []string) ([]agentloop.
 		}
 		off[name] = true
 	}
-	return slices.DeleteFunc(builtins, func(t agentloop.Tool) bool { return off[t.Name()] }), nil
+	return slices.DeleteFunc(builtins, func(t toolgate.Tool) bool { return off[t.Name()] }), nil
 }
 
 // importMCPServers adds a tool set to reg for each imported MCP server

@@ -23,7 +23,7 @@ import (
 // chain every call and registration passes, and the output guard.
 type Tools struct {
 	Registry *agentloop.Registry
-	Hooks    *agentloop.Hooks
+	Hooks    *toolgate.Hooks
 
 	guard outputGuard
 	// imports are the imported MCP servers' tool sets, in the registry;
@@ -48,13 +48,13 @@ func NewTools(opts Options, st *store.Store, log *slog.Logger) (*Tools, error) {
 	if now == nil {
 		now = time.Now
 	}
-	hooks := &agentloop.Hooks{}
+	hooks := &toolgate.Hooks{}
 	if opts.ToolNamePattern != "" {
 		re, err := regexp.Compile(opts.ToolNamePattern)
 		if err != nil {
 			return nil, fmt.Errorf("tool name pattern: %w", err)
 		}
-		hooks.OnBeforeRegister(agentloop.ToolNamePolicy(re))
+		hooks.OnBeforeRegister(toolgate.ToolNamePolicy(re))
 	}
 	reg := agentloop.NewRegistry(hooks)
 	if opts.HTTPRequestRuns != "" && opts.HTTPRequestRuns != "agent" && opts.HTTPRequestRuns != "all" {
@@ -64,7 +64,7 @@ func NewTools(opts Options, st *store.Store, log *slog.Logger) (*Tools, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtins := append([]agentloop.Tool{agentloop.NewCurrentTimeTool(now), agentloop.NewCallHistoryTool(callHistory{st}), httpRequest},
+	builtins := append([]toolgate.Tool{agentloop.NewCurrentTimeTool(now), agentloop.NewCallHistoryTool(callHistory{st}), httpRequest},
 		agentloop.NewMemoryTools(memoryNotes{st: st, now: now})...)
 	builtins, err = withoutDisabled(builtins, opts.DisabledBuiltins)
 	if err != nil {
@@ -139,15 +139,15 @@ func (b builtinTools) Builtin(name string) (engine.BuiltinTool, bool) {
 }
 
 // builtinTool is an agent loop tool as the engine runs it.
-type builtinTool struct{ agentloop.Tool }
+type builtinTool struct{ toolgate.Tool }
 
 // Spec implements engine.BuiltinTool.
-func (t builtinTool) Spec() toolgate.ToolSpec { return agentloop.Spec(t.Tool) }
+func (t builtinTool) Spec() toolgate.ToolSpec { return toolgate.SpecOf(t.Tool) }
 
 // Unavailable implements engine.BuiltinTool: an imported MCP server's tool
 // while the server is down.
 func (t builtinTool) Unavailable() error {
-	if a, ok := t.Tool.(agentloop.Availability); ok {
+	if a, ok := t.Tool.(toolgate.Availability); ok {
 		return a.Unavailable()
 	}
 	return nil
@@ -160,20 +160,20 @@ func (t builtinTool) Estimate(args json.RawMessage) float64 {
 
 // SafeToRerun implements engine.BuiltinTool.
 func (t builtinTool) SafeToRerun(args json.RawMessage) bool {
-	rr, ok := t.Tool.(agentloop.Rerunnable)
+	rr, ok := t.Tool.(toolgate.Rerunnable)
 	return !ok || rr.SafeToRerun(args)
 }
 
 // Run implements engine.BuiltinTool: the tool executes with the call's
 // progress reporter, and on behalf of the session whose token started the
-// call's run (agentloop.WithCallerSession), from that run's client address
-// (agentloop.WithCallerAddress).
+// call's run (toolgate.WithCallerSession), from that run's client address
+// (toolgate.WithCallerAddress).
 func (t builtinTool) Run(ctx context.Context, args json.RawMessage, call engine.BuiltinCall) (json.RawMessage, error) {
-	ctx = agentloop.WithProgressReporter(ctx, call.Progress)
+	ctx = toolgate.WithProgressReporter(ctx, call.Progress)
 	if call.CallerSession != "" {
-		ctx = agentloop.WithCallerSession(ctx, call.CallerSession)
+		ctx = toolgate.WithCallerSession(ctx, call.CallerSession)
 		if call.CallerAddress != "" {
-			ctx = agentloop.WithCallerAddress(ctx, call.CallerAddress)
+			ctx = toolgate.WithCallerAddress(ctx, call.CallerAddress)
 		}
 	}
 	res, err := t.Execute(ctx, args)

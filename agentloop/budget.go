@@ -65,8 +65,8 @@ func formatCost(v float64) string {
 // the tool's estimate (CostEstimator), zero when it gives none or gives
 // something that is not a cost (negative, NaN), and at most
 // toolgate.MaxCost.
-func CallEstimate(t Tool, args json.RawMessage) float64 {
-	_, c := Estimates(t, args)
+func CallEstimate(t toolgate.Tool, args json.RawMessage) float64 {
+	_, c := toolgate.Estimates(t, args)
 	switch {
 	case math.IsNaN(c) || c < 0:
 		return 0
@@ -86,7 +86,7 @@ func stepKeyPrefix(runID string, step int) string {
 // tool found as the run would call it: the session's tools with their
 // specs (a remote tool's estimated_cost is in its spec), else Resolve.
 func (r *Runner) stepEstimate(ctx context.Context, run *toolgate.Run, calls []toolgate.ChatToolCall) float64 {
-	known := map[string]Tool{}
+	known := map[string]toolgate.Tool{}
 	if tools, err := r.Registry.ToolsFor(ctx, r.Gateway, run.SessionID); err == nil {
 		for _, t := range tools {
 			known[t.Name()] = t

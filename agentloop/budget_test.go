@@ -46,7 +46,7 @@ func TestBudgetMessages(t *testing.T) {
 
 // costTool is a tool with a cost estimate of its own.
 type costTool struct {
-	Tool
+	toolgate.Tool
 	estimate func(args json.RawMessage) (float64, bool)
 }
 
@@ -54,11 +54,11 @@ func (c costTool) EstimatedCost(args json.RawMessage) (float64, bool) { return c
 
 func TestCallEstimate(t *testing.T) {
 	base := NewCurrentTimeTool(nil)
-	fixed := func(v float64) Tool {
+	fixed := func(v float64) toolgate.Tool {
 		return costTool{base, func(json.RawMessage) (float64, bool) { return v, true }}
 	}
 	for _, tc := range []struct {
-		tool Tool
+		tool toolgate.Tool
 		want float64
 	}{
 		{base, 0}, // no estimate

@@ -31,7 +31,7 @@ type FuncTool[Args any] struct {
 	// sees it. Other built-in tools are trusted and skip it.
 	ReachesOutside bool
 	// Rerun, when set, says whether a call with these arguments may run
-	// again after the process running it stopped (Rerunnable); unset, it
+	// again after the process running it stopped (toolgate.Rerunnable); unset, it
 	// may.
 	Rerun func(args json.RawMessage) bool
 }
@@ -56,19 +56,19 @@ func ReflectSchema[Args any]() json.RawMessage {
 	return b
 }
 
-// Name implements Tool.
+// Name implements toolgate.Tool.
 func (t *FuncTool[Args]) Name() string { return t.name }
 
-// Description implements Tool.
+// Description implements toolgate.Tool.
 func (t *FuncTool[Args]) Description() string { return t.description }
 
-// Parameters implements Tool.
+// Parameters implements toolgate.Tool.
 func (t *FuncTool[Args]) Parameters() json.RawMessage { return t.schema }
 
-// Timeout implements Timeouter.
+// Timeout implements toolgate.Timeouter.
 func (t *FuncTool[Args]) Timeout() time.Duration { return t.TimeoutValue }
 
-// RequiresApproval implements Approver.
+// RequiresApproval implements toolgate.Approver.
 func (t *FuncTool[Args]) RequiresApproval() toolgate.Approval {
 	if t.Approval == "" {
 		return toolgate.ApprovalNever
@@ -76,46 +76,46 @@ func (t *FuncTool[Args]) RequiresApproval() toolgate.Approval {
 	return t.Approval
 }
 
-// RateLimit implements RateLimiter.
+// RateLimit implements toolgate.RateLimiter.
 func (t *FuncTool[Args]) RateLimit() *toolgate.RateLimit { return t.Limit }
 
-// ReadOnly implements ReadOnlyer.
+// ReadOnly implements toolgate.ReadOnlyer.
 func (t *FuncTool[Args]) ReadOnly() bool { return t.IsReadOnly }
 
-// RequiresSanitization implements SanitizationRequirer.
+// RequiresSanitization implements toolgate.SanitizationRequirer.
 func (t *FuncTool[Args]) RequiresSanitization() bool { return t.ReachesOutside }
 
-// SafeToRerun implements Rerunnable.
+// SafeToRerun implements toolgate.Rerunnable.
 func (t *FuncTool[Args]) SafeToRerun(args json.RawMessage) bool {
 	return t.Rerun == nil || t.Rerun(args)
 }
 
-// EstimatedDuration implements DurationEstimator.
+// EstimatedDuration implements toolgate.DurationEstimator.
 func (t *FuncTool[Args]) EstimatedDuration(json.RawMessage) (time.Duration, bool) {
 	return t.TypicalLength, t.TypicalLength > 0
 }
 
-// Execute implements Tool: it decodes the arguments into Args (unknown
+// Execute implements toolgate.Tool: it decodes the arguments into Args (unknown
 // fields refused) and runs the function.
-func (t *FuncTool[Args]) Execute(ctx context.Context, raw json.RawMessage) (Result, error) {
+func (t *FuncTool[Args]) Execute(ctx context.Context, raw json.RawMessage) (toolgate.Result, error) {
 	start := time.Now()
 	var args Args
 	if len(raw) > 0 && string(raw) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&args); err != nil {
-			return Result{}, toolgate.Errorf(toolgate.EInvalidArgs, "arguments of %s: %v", t.name, err)
+			return toolgate.Result{}, toolgate.Errorf(toolgate.EInvalidArgs, "arguments of %s: %v", t.name, err)
 		}
 	}
 	out, err := t.fn(ctx, args)
 	if err != nil {
-		return Result{Duration: time.Since(start)}, err
+		return toolgate.Result{Duration: time.Since(start)}, err
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return Result{Duration: time.Since(start)}, fmt.Errorf("encode the output of %s: %w", t.name, err)
+		return toolgate.Result{Duration: time.Since(start)}, fmt.Errorf("encode the output of %s: %w", t.name, err)
 	}
-	return Result{Output: b, Duration: time.Since(start)}, nil
+	return toolgate.Result{Output: b, Duration: time.Since(start)}, nil
 }
 
 // CurrentTimeArgs are the arguments of the current_time tool.
@@ -197,7 +197,7 @@ func NewCallHistoryTool(h CallHistory) *FuncTool[CallHistoryArgs] {
 			if a.Limit < 1 || a.Limit > 50 {
 				return nil, toolgate.Errorf(toolgate.EInvalidArgs, "limit must be between 1 and 50")
 			}
-			if caller := CallerSession(ctx); caller != "" {
+			if caller := toolgate.CallerSession(ctx); caller != "" {
 				// A run a session started sees that session's calls only.
 				if a.SessionID != "" && a.SessionID != caller {
 					return nil, toolgate.Errorf(toolgate.EPermissionDenied, "this run may read only the calls of its own session %s", caller)

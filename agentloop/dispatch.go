@@ -55,39 +55,6 @@ func InvocationFrom(ctx context.Context) Invocation {
 	return inv
 }
 
-type callerSessionKey struct{}
-
-// WithCallerSession returns ctx saying that a built-in tool runs on behalf
-// of a session (a run its token started), not of the agent key: tools that
-// read the gateway's state show that session only its own.
-func WithCallerSession(ctx context.Context, sessionID string) context.Context {
-	return context.WithValue(ctx, callerSessionKey{}, sessionID)
-}
-
-// CallerSession returns the session a built-in tool runs on behalf of,
-// empty for the agent key.
-func CallerSession(ctx context.Context) string {
-	sid, _ := ctx.Value(callerSessionKey{}).(string)
-	return sid
-}
-
-type callerAddressKey struct{}
-
-// WithCallerAddress returns ctx saying from which client address (a key
-// such as handlers.RunOrigin.Address) the session a built-in tool runs on
-// behalf of started its run, so that tools sharing a bounded resource
-// (the sandbox's slots) can share it per address as well as per session.
-func WithCallerAddress(ctx context.Context, address string) context.Context {
-	return context.WithValue(ctx, callerAddressKey{}, address)
-}
-
-// CallerAddress returns the client address set by WithCallerAddress,
-// empty when unknown or for the agent key.
-func CallerAddress(ctx context.Context) string {
-	addr, _ := ctx.Value(callerAddressKey{}).(string)
-	return addr
-}
-
 // GatewayTool is a tool executed through the gateway's engine: a remote
 // tool of one session, or a built-in tool whose calls are stored like any
 // other so that the history has them. Its Execute dispatches the call and
@@ -97,7 +64,7 @@ type GatewayTool struct {
 	spec       toolgate.ToolSpec
 	source     toolgate.ToolSource
 	dispatcher Dispatcher
-	estimates  Tool // the built-in tool, for its estimates; nil for a remote one
+	estimates  toolgate.Tool // the built-in tool, for its estimates; nil for a remote one
 }
 
 // NewRemoteTool returns the tool spec of session sessionID as a Tool.
@@ -108,47 +75,47 @@ func NewRemoteTool(spec toolgate.ToolSpec, sessionID string, d Dispatcher) *Gate
 	return &GatewayTool{spec: spec, source: toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: sessionID}, dispatcher: d}
 }
 
-// Name implements Tool.
+// Name implements toolgate.Tool.
 func (t *GatewayTool) Name() string { return t.spec.Name }
 
-// Description implements Tool.
+// Description implements toolgate.Tool.
 func (t *GatewayTool) Description() string { return t.spec.Description }
 
-// Parameters implements Tool.
+// Parameters implements toolgate.Tool.
 func (t *GatewayTool) Parameters() json.RawMessage { return t.spec.Parameters }
 
-// Timeout implements Timeouter.
+// Timeout implements toolgate.Timeouter.
 func (t *GatewayTool) Timeout() time.Duration {
 	return time.Duration(t.spec.TimeoutMS) * time.Millisecond
 }
 
-// RequiresApproval implements Approver.
+// RequiresApproval implements toolgate.Approver.
 func (t *GatewayTool) RequiresApproval() toolgate.Approval { return t.spec.RequiresApproval }
 
-// RateLimit implements RateLimiter.
+// RateLimit implements toolgate.RateLimiter.
 func (t *GatewayTool) RateLimit() *toolgate.RateLimit { return t.spec.RateLimit }
 
-// ReadOnly implements ReadOnlyer.
+// ReadOnly implements toolgate.ReadOnlyer.
 func (t *GatewayTool) ReadOnly() bool { return t.spec.ReadOnly }
 
-// RequiresSanitization implements SanitizationRequirer: the spec's
+// RequiresSanitization implements toolgate.SanitizationRequirer: the spec's
 // requires_sanitization, else the default for where the tool runs.
 func (t *GatewayTool) RequiresSanitization() bool {
 	return toolgate.NeedsSanitization(t.spec, t.source)
 }
 
-// EstimatedDuration implements DurationEstimator for built-in tools.
+// EstimatedDuration implements toolgate.DurationEstimator for built-in tools.
 func (t *GatewayTool) EstimatedDuration(args json.RawMessage) (time.Duration, bool) {
-	if x, ok := t.estimates.(DurationEstimator); ok {
+	if x, ok := t.estimates.(toolgate.DurationEstimator); ok {
 		return x.EstimatedDuration(args)
 	}
 	return 0, false
 }
 
-// EstimatedCost implements CostEstimator: a built-in tool's estimate for
+// EstimatedCost implements toolgate.CostEstimator: a built-in tool's estimate for
 // the arguments, else the spec's estimated_cost (a remote tool's).
 func (t *GatewayTool) EstimatedCost(args json.RawMessage) (float64, bool) {
-	if x, ok := t.estimates.(CostEstimator); ok {
+	if x, ok := t.estimates.(toolgate.CostEstimator); ok {
 		return x.EstimatedCost(args)
 	}
 	return t.spec.EstimatedCost, t.spec.EstimatedCost > 0
@@ -157,19 +124,19 @@ func (t *GatewayTool) EstimatedCost(args json.RawMessage) (float64, bool) {
 // Source says where the tool runs.
 func (t *GatewayTool) Source() toolgate.ToolSource { return t.source }
 
-// Execute implements Tool: it dispatches the call (with the run id and
+// Execute implements toolgate.Tool: it dispatches the call (with the run id and
 // idempotency key of the context's Invocation) and waits for its end. A
 // call that did not complete is returned as a *toolgate.Error with the
 // call's error code, message and details, beside the result holding the
 // call record.
-func (t *GatewayTool) Execute(ctx context.Context, args json.RawMessage) (Result, error) {
+func (t *GatewayTool) Execute(ctx context.Context, args json.RawMessage) (toolgate.Result, error) {
 	inv := InvocationFrom(ctx)
 	call, err := t.dispatcher.Dispatch(ctx, DispatchRequest{
 		SessionID: t.source.SessionID, Tool: t.spec.Name, Args: args,
 		RunID: inv.RunID, IdempotencyKey: inv.IdempotencyKey,
 	})
 	if err != nil {
-		return Result{}, err
+		return toolgate.Result{}, err
 	}
 	if inv.Dispatched != nil {
 		inv.Dispatched(call)
@@ -180,15 +147,15 @@ func (t *GatewayTool) Execute(ctx context.Context, args json.RawMessage) (Result
 	}
 	final, err := t.dispatcher.Wait(ctx, call.ID, progress)
 	if err != nil {
-		return Result{Call: call}, err
+		return toolgate.Result{Call: call}, err
 	}
 	return CallResult(final)
 }
 
 // CallResult turns an ended call into a Result, or into the
 // *toolgate.Error its failure carries.
-func CallResult(c *toolgate.Call) (Result, error) {
-	res := Result{Output: c.Output, Call: c}
+func CallResult(c *toolgate.Call) (toolgate.Result, error) {
+	res := toolgate.Result{Output: c.Output, Call: c}
 	if c.DurationMS != nil {
 		res.Duration = time.Duration(*c.DurationMS) * time.Millisecond
 	}

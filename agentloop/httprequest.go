@@ -177,7 +177,7 @@ type httpRequester struct {
 // do runs one call: the arguments checked, the request sent, the answer
 // read up to the cap.
 func (h *httpRequester) do(ctx context.Context, a HTTPRequestArgs) (any, error) {
-	if caller := CallerSession(ctx); caller != "" && !h.opts.SessionRuns {
+	if caller := toolgate.CallerSession(ctx); caller != "" && !h.opts.SessionRuns {
 		return nil, toolgate.Errorf(toolgate.EPermissionDenied,
 			"http_request is not available to runs started with a session's token on this gateway (the operator allows it with --http-request-runs all)")
 	}

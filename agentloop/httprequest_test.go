@@ -94,7 +94,7 @@ func newHTTPTool(t *testing.T, opts HTTPRequestOptions) *FuncTool[HTTPRequestArg
 }
 
 // send runs the tool with args as the gateway would.
-func send(t *testing.T, tool Tool, args any) (HTTPResponse, error) {
+func send(t *testing.T, tool toolgate.Tool, args any) (HTTPResponse, error) {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -377,7 +377,7 @@ func TestHTTPRequestSchema(t *testing.T) {
 	if strings.Join(schema.Required, ",") != "method,url" || strings.Join(schema.Properties["method"].Enum, ",") != strings.Join(httpMethods, ",") {
 		t.Fatalf("schema = %s", tool.Parameters())
 	}
-	if spec := Spec(tool); spec.RequiresSanitization == nil || !*spec.RequiresSanitization || spec.TimeoutMS != (DefaultHTTPTimeout+5*time.Second).Milliseconds() {
+	if spec := toolgate.SpecOf(tool); spec.RequiresSanitization == nil || !*spec.RequiresSanitization || spec.TimeoutMS != (DefaultHTTPTimeout+5*time.Second).Milliseconds() {
 		t.Fatalf("spec = %+v", spec)
 	}
 }

@@ -305,14 +305,14 @@ func (r *Runner) runTool(ctx context.Context, run *toolgate.Run, step, index int
 			}
 		})
 	}
-	var res Result
+	var res toolgate.Result
 	var err error
-	var tool Tool
+	var tool toolgate.Tool
 	if !json.Valid([]byte(args)) {
 		err = toolgate.Errorf(toolgate.EInvalidArgs, "the arguments are not valid JSON: %s", truncate(args, 200))
 	} else {
 		tool = r.Registry.Resolve(name, run.SessionID, r.Gateway)
-		if d, c := Estimates(tool, json.RawMessage(args)); d > 0 || c > 0 {
+		if d, c := toolgate.Estimates(tool, json.RawMessage(args)); d > 0 || c > 0 {
 			base.EstimatedDurationMS, base.EstimatedCost = d.Milliseconds(), c
 		}
 		inv := Invocation{

@@ -42,12 +42,12 @@ type MemoryStore interface {
 }
 
 // NewMemoryTools returns memory_write, memory_read and memory_search on m.
-func NewMemoryTools(m MemoryStore) []Tool {
-	return []Tool{NewMemoryWriteTool(m), NewMemoryReadTool(m), NewMemorySearchTool(m)}
+func NewMemoryTools(m MemoryStore) []toolgate.Tool {
+	return []toolgate.Tool{NewMemoryWriteTool(m), NewMemoryReadTool(m), NewMemorySearchTool(m)}
 }
 
 // memoryScope is whose notes a tool running with ctx reads and writes.
-func memoryScope(ctx context.Context) string { return CallerSession(ctx) }
+func memoryScope(ctx context.Context) string { return toolgate.CallerSession(ctx) }
 
 // MemoryWriteArgs are the arguments of memory_write.
 type MemoryWriteArgs struct {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate"
 )
 
 // fakeMemory is a MemoryStore whose methods are the test's functions.
@@ -44,7 +46,7 @@ func TestMemoryToolsScope(t *testing.T) {
 	}
 	tools := NewMemoryTools(m)
 	args := []string{`{"key":"k","text":"t"}`, `{"key":"k"}`, `{"query":"q"}`}
-	for _, ctx := range []context.Context{context.Background(), WithCallerSession(context.Background(), "S1")} {
+	for _, ctx := range []context.Context{context.Background(), toolgate.WithCallerSession(context.Background(), "S1")} {
 		for i, tool := range tools {
 			if _, err := tool.Execute(ctx, json.RawMessage(args[i])); err != nil {
 				t.Fatalf("%s: %v", tool.Name(), err)

@@ -35,33 +35,33 @@ type Gateway interface {
 // built-in one, take a tool set's prefix or a sandboxed tool's name, and
 // hands the loop the tools one session's run may use.
 type Registry struct {
-	hooks *Hooks
+	hooks *toolgate.Hooks
 
 	mu       sync.RWMutex
-	builtins map[string]Tool
-	names    []string  // built-in names, sorted
-	sets     []ToolSet // in the order added; no prefix a prefix of another
-	watchers []func()  // told of the sets' changes (OnChange)
+	builtins map[string]toolgate.Tool
+	names    []string           // built-in names, sorted
+	sets     []toolgate.ToolSet // in the order added; no prefix a prefix of another
+	watchers []func()           // told of the sets' changes (OnChange)
 }
 
 // NewRegistry returns an empty registry whose registration check also
 // runs the hooks' registration rules; hooks may be nil.
-func NewRegistry(hooks *Hooks) *Registry {
+func NewRegistry(hooks *toolgate.Hooks) *Registry {
 	if hooks == nil {
-		hooks = &Hooks{}
+		hooks = &toolgate.Hooks{}
 	}
-	return &Registry{hooks: hooks, builtins: map[string]Tool{}}
+	return &Registry{hooks: hooks, builtins: map[string]toolgate.Tool{}}
 }
 
 // Hooks returns the hook chain the registry checks registrations with.
-func (r *Registry) Hooks() *Hooks { return r.hooks }
+func (r *Registry) Hooks() *toolgate.Hooks { return r.hooks }
 
 // AddBuiltin registers a tool that runs inside the gateway. Its spec must
 // pass the check every registered tool passes (toolgate.CheckToolSpec), its
 // parameters must be given, and its name must be new.
-func (r *Registry) AddBuiltin(t Tool) error {
+func (r *Registry) AddBuiltin(t toolgate.Tool) error {
 	name := t.Name()
-	if err := toolgate.CheckToolSpec(Spec(t), toolgate.ToolSpecChecks{}); err != nil {
+	if err := toolgate.CheckToolSpec(toolgate.SpecOf(t), toolgate.ToolSpecChecks{}); err != nil {
 		return fmt.Errorf("built-in tool %q: %s", name, toolgate.ErrorMessage(err))
 	}
 	if len(t.Parameters()) == 0 {
@@ -88,7 +88,7 @@ func (r *Registry) Has(name string) bool {
 // Builtin returns the tool called without a session of that name: a
 // built-in tool, or a tool of a tool set (which may be offline: see
 // Availability).
-func (r *Registry) Builtin(name string) (Tool, bool) {
+func (r *Registry) Builtin(name string) (toolgate.Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if t, ok := r.builtins[name]; ok {
@@ -107,7 +107,7 @@ func (r *Registry) List() []toolgate.ToolInfo {
 	out := make([]toolgate.ToolInfo, 0, len(r.names))
 	for _, name := range r.names {
 		out = append(out, toolgate.ToolInfo{
-			ToolSpec: Spec(r.builtins[name]),
+			ToolSpec: toolgate.SpecOf(r.builtins[name]),
 			Source:   toolgate.ToolSource{Kind: toolgate.SourceBuiltin},
 			Online:   true,
 			Presence: toolgate.PresenceConnected,
@@ -120,7 +120,7 @@ func (r *Registry) List() []toolgate.ToolInfo {
 			presence = toolgate.PresenceConnected
 		}
 		for _, t := range r.claimedTools(ts) {
-			out = append(out, toolgate.ToolInfo{ToolSpec: Spec(t), Source: source, Online: online, Presence: presence})
+			out = append(out, toolgate.ToolInfo{ToolSpec: toolgate.SpecOf(t), Source: source, Online: online, Presence: presence})
 		}
 	}
 	slices.SortFunc(out, func(a, b toolgate.ToolInfo) int { return strings.Compare(a.Name, b.Name) })
@@ -156,13 +156,13 @@ func (r *Registry) CheckRemote(sessionID string, spec toolgate.ToolSpec) error {
 // tools that are online (as gw lists them), sorted by name (built-ins and
 // sets first). Every one executes through gw, so each call is stored. An
 // empty sessionID gives the tools called without a session only.
-func (r *Registry) ToolsFor(ctx context.Context, gw Gateway, sessionID string) ([]Tool, error) {
+func (r *Registry) ToolsFor(ctx context.Context, gw Gateway, sessionID string) ([]toolgate.Tool, error) {
 	var d Dispatcher
 	if gw != nil {
 		d = gw
 	}
 	r.mu.RLock()
-	tools := make([]Tool, 0, len(r.names))
+	tools := make([]toolgate.Tool, 0, len(r.names))
 	for _, name := range r.names {
 		tools = append(tools, builtinThroughGateway(r.builtins[name], d))
 	}
@@ -175,7 +175,7 @@ func (r *Registry) ToolsFor(ctx context.Context, gw Gateway, sessionID string) (
 		}
 	}
 	r.mu.RUnlock()
-	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(tools, func(a, b toolgate.Tool) int { return strings.Compare(a.Name(), b.Name()) })
 	if d == nil {
 		return nil, fmt.Errorf("agentloop: no gateway to dispatch the tools' calls through")
 	}
@@ -201,7 +201,7 @@ func (r *Registry) ToolsFor(ctx context.Context, gw Gateway, sessionID string) (
 // (unknown tool, offline session, a set not listed yet) and its answer
 // reaches the model like any other. A name under a set's prefix is the
 // set's, listed or not.
-func (r *Registry) Resolve(name, sessionID string, d Dispatcher) Tool {
+func (r *Registry) Resolve(name, sessionID string, d Dispatcher) toolgate.Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if b, ok := r.builtins[name]; ok {
@@ -221,18 +221,18 @@ func (r *Registry) Resolve(name, sessionID string, d Dispatcher) Tool {
 
 // builtinThroughGateway wraps a built-in tool so that its calls are
 // dispatched, and stored, by the engine.
-func builtinThroughGateway(b Tool, d Dispatcher) *GatewayTool {
-	return &GatewayTool{spec: Spec(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b}
+func builtinThroughGateway(b toolgate.Tool, d Dispatcher) *GatewayTool {
+	return &GatewayTool{spec: toolgate.SpecOf(b), source: toolgate.ToolSource{Kind: toolgate.SourceBuiltin}, dispatcher: d, estimates: b}
 }
 
 // setToolThroughGateway wraps a tool set's tool so that its calls are
 // dispatched, and stored, by the engine.
-func setToolThroughGateway(t Tool, source toolgate.ToolSource, d Dispatcher) *GatewayTool {
-	return &GatewayTool{spec: Spec(t), source: source, dispatcher: d, estimates: t}
+func setToolThroughGateway(t toolgate.Tool, source toolgate.ToolSource, d Dispatcher) *GatewayTool {
+	return &GatewayTool{spec: toolgate.SpecOf(t), source: source, dispatcher: d, estimates: t}
 }
 
 // Definitions returns what the model is shown of the tools.
-func Definitions(tools []Tool) []Definition {
+func Definitions(tools []toolgate.Tool) []Definition {
 	defs := make([]Definition, 0, len(tools))
 	for _, t := range tools {
 		defs = append(defs, Definition{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()})

@@ -58,7 +58,7 @@ type guardedResult struct {
 
 // guardResult passes a tool call's output, or its error's message and
 // details (a client writes those too), through the runner's guard.
-func (r *Runner) guardResult(ctx context.Context, tool Tool, sessionID string, output json.RawMessage, err error) guardedResult {
+func (r *Runner) guardResult(ctx context.Context, tool toolgate.Tool, sessionID string, output json.RawMessage, err error) guardedResult {
 	g := guardedResult{output: output, err: err}
 	if r.Guard == nil || tool == nil {
 		return g
@@ -83,7 +83,7 @@ func (r *Runner) guardResult(ctx context.Context, tool Tool, sessionID string, o
 
 // guardProgress redacts a progress report, which reaches the run's
 // events (people, not the model: nothing is flagged).
-func (r *Runner) guardProgress(tool Tool, progress json.RawMessage) json.RawMessage {
+func (r *Runner) guardProgress(tool toolgate.Tool, progress json.RawMessage) json.RawMessage {
 	if r.Guard == nil || tool == nil || len(progress) == 0 {
 		return progress
 	}
@@ -99,7 +99,7 @@ func (r *Runner) guardProgress(tool Tool, progress json.RawMessage) json.RawMess
 // (Registry.Resolve), so its requires_sanitization is read from the
 // session's registered spec; a tool no longer listed (its session went
 // offline meanwhile) passes the whole step.
-func (r *Runner) needsSanitization(ctx context.Context, tool Tool, sessionID string) bool {
+func (r *Runner) needsSanitization(ctx context.Context, tool toolgate.Tool, sessionID string) bool {
 	if !isRemote(tool) {
 		return requiresSanitization(tool)
 	}
@@ -122,7 +122,7 @@ func (r *Runner) needsSanitization(ctx context.Context, tool Tool, sessionID str
 }
 
 // isRemote reports whether the tool lives in a client's session.
-func isRemote(tool Tool) bool {
+func isRemote(tool toolgate.Tool) bool {
 	gt, ok := tool.(*GatewayTool)
 	return ok && gt.source.Kind == toolgate.SourceRemote
 }
@@ -143,8 +143,8 @@ func NeedsSanitization(spec toolgate.ToolSpec, source toolgate.ToolSource, trust
 
 // requiresSanitization is the tool's SanitizationRequirer answer; a tool
 // without the trait passes the whole step.
-func requiresSanitization(tool Tool) bool {
-	if x, ok := tool.(SanitizationRequirer); ok {
+func requiresSanitization(tool toolgate.Tool) bool {
+	if x, ok := tool.(toolgate.SanitizationRequirer); ok {
 		return x.RequiresSanitization()
 	}
 	return true

@@ -25,7 +25,7 @@ const DescriptionWithheld = outputsafety.DescriptionWithheld
 // parameters have their descriptions and titles replaced so, or, when
 // that is not enough, become {"type":"object"}. The tools withheld are
 // logged through the runner's withheldLog: each once, in one line.
-func (r *Runner) guardDescriptions(runID string, tools []Tool) []Tool {
+func (r *Runner) guardDescriptions(runID string, tools []toolgate.Tool) []toolgate.Tool {
 	if r.Guard == nil {
 		return tools
 	}
@@ -42,7 +42,7 @@ func (r *Runner) guardDescriptions(runID string, tools []Tool) []Tool {
 			continue
 		}
 		if !copied {
-			out, copied = append([]Tool(nil), tools...), true // tools is the caller's
+			out, copied = append([]toolgate.Tool(nil), tools...), true // tools is the caller's
 		}
 		out[i] = describedTool{Tool: t, description: sc.Description, parameters: sc.Parameters}
 		flagged = append(flagged, withheldTool{tool: t, findings: sc.Findings})
@@ -55,7 +55,7 @@ func (r *Runner) guardDescriptions(runID string, tools []Tool) []Tool {
 
 // withheldTool is a tool whose description was withheld, and why.
 type withheldTool struct {
-	tool     Tool
+	tool     toolgate.Tool
 	findings []OutputFinding
 }
 
@@ -127,7 +127,7 @@ func (l *withheldLog) note(log *slog.Logger, runID string, tools []withheldTool)
 
 // describedFromOutside reports whether the tool's description was written
 // outside the gateway.
-func describedFromOutside(t Tool) bool {
+func describedFromOutside(t toolgate.Tool) bool {
 	if s, ok := t.(interface{ Source() toolgate.ToolSource }); ok {
 		return s.Source().Kind != toolgate.SourceBuiltin
 	}
@@ -137,13 +137,13 @@ func describedFromOutside(t Tool) bool {
 // describedTool is a tool shown to the model with another description and
 // parameters; only Definitions reads it.
 type describedTool struct {
-	Tool
+	toolgate.Tool
 	description string
 	parameters  json.RawMessage
 }
 
-// Description implements Tool.
+// Description implements toolgate.Tool.
 func (t describedTool) Description() string { return t.description }
 
-// Parameters implements Tool.
+// Parameters implements toolgate.Tool.
 func (t describedTool) Parameters() json.RawMessage { return t.parameters }

@@ -28,8 +28,8 @@ type fakeTool struct {
 func (t fakeTool) Name() string                { return t.name }
 func (t fakeTool) Description() string         { return "" }
 func (t fakeTool) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
-func (t fakeTool) Execute(context.Context, json.RawMessage) (Result, error) {
-	return Result{}, nil
+func (t fakeTool) Execute(context.Context, json.RawMessage) (toolgate.Result, error) {
+	return toolgate.Result{}, nil
 }
 func (t fakeTool) RequiresSanitization() bool { return t.sanitize }
 

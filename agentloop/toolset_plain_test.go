@@ -13,12 +13,12 @@ import (
 // whose tools the test sets.
 type plainSet struct {
 	kind  string
-	tools []Tool
+	tools []toolgate.Tool
 }
 
 func (s *plainSet) Prefix() string              { return "" }
 func (s *plainSet) Source() toolgate.ToolSource { return toolgate.ToolSource{Kind: s.kind} }
-func (s *plainSet) Tools() []Tool               { return s.tools }
+func (s *plainSet) Tools() []toolgate.Tool      { return s.tools }
 func (s *plainSet) Online() bool                { return true }
 func (s *plainSet) Watch(func())                {}
 
@@ -32,12 +32,12 @@ func TestRegistryPlainToolSets(t *testing.T) {
 	if err := r.AddBuiltin(NewCurrentTimeTool(time.Now)); err != nil {
 		t.Fatal(err)
 	}
-	mcp := &fixedSet{prefix: "fs__", online: true, tools: []Tool{namedTool{"fs__read"}}}
-	sandbox := &plainSet{kind: toolgate.SourceSandbox, tools: []Tool{
+	mcp := &fixedSet{prefix: "fs__", online: true, tools: []toolgate.Tool{namedTool{"fs__read"}}}
+	sandbox := &plainSet{kind: toolgate.SourceSandbox, tools: []toolgate.Tool{
 		namedTool{"current_time"}, namedTool{"echo"}, namedTool{"fs__sneaky"}, namedTool{"shared"},
 	}}
-	other := &plainSet{kind: "other", tools: []Tool{namedTool{"shared"}, namedTool{"solo"}}}
-	for _, set := range []ToolSet{mcp, sandbox, other} {
+	other := &plainSet{kind: "other", tools: []toolgate.Tool{namedTool{"shared"}, namedTool{"solo"}}}
+	for _, set := range []toolgate.ToolSet{mcp, sandbox, other} {
 		if err := r.AddToolSet(set); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestRegistryPlainToolSets(t *testing.T) {
 	}
 
 	// The set drops echo: the name is free again.
-	sandbox.tools = []Tool{namedTool{"shared"}}
+	sandbox.tools = []toolgate.Tool{namedTool{"shared"}}
 	if r.Has("echo") {
 		t.Fatal("echo is known after its set dropped it")
 	}

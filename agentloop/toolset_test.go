@@ -16,14 +16,14 @@ type namedTool struct{ name string }
 func (t namedTool) Name() string                { return t.name }
 func (t namedTool) Description() string         { return "the tool " + t.name }
 func (t namedTool) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
-func (t namedTool) Execute(context.Context, json.RawMessage) (Result, error) {
-	return Result{Output: json.RawMessage(`null`)}, nil
+func (t namedTool) Execute(context.Context, json.RawMessage) (toolgate.Result, error) {
+	return toolgate.Result{Output: json.RawMessage(`null`)}, nil
 }
 
 // fixedSet is a tool set whose tools and state the test sets.
 type fixedSet struct {
 	prefix  string
-	tools   []Tool
+	tools   []toolgate.Tool
 	online  bool
 	watches []func()
 }
@@ -32,9 +32,9 @@ func (s *fixedSet) Prefix() string { return s.prefix }
 func (s *fixedSet) Source() toolgate.ToolSource {
 	return toolgate.ToolSource{Kind: toolgate.SourceMCP, Server: strings.TrimSuffix(s.prefix, "__")}
 }
-func (s *fixedSet) Tools() []Tool   { return s.tools }
-func (s *fixedSet) Online() bool    { return s.online }
-func (s *fixedSet) Watch(fn func()) { s.watches = append(s.watches, fn) }
+func (s *fixedSet) Tools() []toolgate.Tool { return s.tools }
+func (s *fixedSet) Online() bool           { return s.online }
+func (s *fixedSet) Watch(fn func())        { s.watches = append(s.watches, fn) }
 
 // nullDispatcher is a dispatcher that is never used by these tests.
 type nullDispatcher struct{}
@@ -58,7 +58,7 @@ func TestRegistryListsAndGuardsToolSets(t *testing.T) {
 	if err := r.AddBuiltin(NewCurrentTimeTool(time.Now)); err != nil {
 		t.Fatal(err)
 	}
-	set := &fixedSet{prefix: "fs__", tools: []Tool{namedTool{"fs__read"}, namedTool{"fs__write"}}}
+	set := &fixedSet{prefix: "fs__", tools: []toolgate.Tool{namedTool{"fs__read"}, namedTool{"fs__write"}}}
 	if err := r.AddToolSet(set); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -100,7 +99,7 @@ func (e *builtinCalls) dispatchBuiltin(ctx context.Context, req toolgate.CallReq
 	if err != nil {
 		return nil, false, err
 	}
-	check := agentloop.CallCheck{RunID: opts.RunID, Tool: req.Tool, Args: args, Source: e.builtins.SourceOf(req.Tool)}
+	check := toolgate.CallCheck{RunID: opts.RunID, Tool: req.Tool, Args: args, Source: e.builtins.SourceOf(req.Tool)}
 	if err := e.hooks.CheckCall(ctx, check); err != nil {
 		return nil, false, err
 	}

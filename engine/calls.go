@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -100,7 +99,7 @@ func (e *Calls) Dispatch(ctx context.Context, req toolgate.CallRequest, opts Cal
 		return nil, false, toolgate.Errorf(toolgate.ESessionOffline,
 			"session %s has been offline longer than its grace period of %s", req.SessionID, e.cfg.SessionGrace)
 	}
-	check := agentloop.CallCheck{RunID: opts.RunID, SessionID: req.SessionID, Tool: req.Tool, Args: args,
+	check := toolgate.CallCheck{RunID: opts.RunID, SessionID: req.SessionID, Tool: req.Tool, Args: args,
 		Source: toolgate.ToolSource{Kind: toolgate.SourceRemote, SessionID: req.SessionID}}
 	if err := e.hooks.CheckCall(ctx, check); err != nil {
 		return nil, false, err

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/handlers"
 )
 
 // connRecord is what the engine knows of how a session's client holds
@@ -17,7 +16,7 @@ import (
 // like the rest of sessionState.
 type connRecord struct {
 	// via is the transport of the newest stream or poll ("" before any).
-	via handlers.Via
+	via toolgate.Via
 	// since is when the current connection began: a stream's opening,
 	// or the first of a run of polls.
 	since time.Time

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/handlers"
 )
 
 // eventBatch bounds how many events one read of the log returns.
@@ -25,7 +24,7 @@ type listener struct {
 	wake      chan struct{}
 	notify    func() // instead of wake, when set: called (under the session table's lock) on growth and on close
 	streaming bool
-	via       handlers.Via // how the client holds the session by it
+	via       toolgate.Via // how the client holds the session by it
 	openedAt  time.Time
 	// opened orders the listeners of a session: the oldest has the
 	// smallest (sessionTable.opened when it was registered).
@@ -37,19 +36,19 @@ type listener struct {
 	replaced atomic.Bool
 }
 
-// Wake implements handlers.Listener.
+// Wake implements toolgate.Listener.
 func (l *listener) Wake() <-chan struct{} { return l.wake }
 
-// Done implements handlers.Listener.
+// Done implements toolgate.Listener.
 func (l *listener) Done() <-chan struct{} { return l.s.done }
 
-// EndReason implements handlers.Listener: handlers.EndReplaced once a
+// EndReason implements toolgate.Listener: toolgate.EndReplaced once a
 // newer stream or poll of the session replaced this one; else why the
 // session ended, once Done is closed ("" before, and when it closed at
 // shutdown).
 func (l *listener) EndReason() string {
 	if l.replaced.Load() {
-		return handlers.EndReplaced
+		return toolgate.EndReplaced
 	}
 	select {
 	case <-l.s.done:
@@ -59,13 +58,13 @@ func (l *listener) EndReason() string {
 	}
 }
 
-// Close implements handlers.Listener: the stream or poll has ended. When
+// Close implements toolgate.Listener: the stream or poll has ended. When
 // it was the session's last, the session's reachability is looked at
 // again once its grace has run out (reachLater), so that its tools leave
 // the MCP listings then rather than at the next sweep.
 func (l *listener) Close() { l.end(false) }
 
-// Cut implements handlers.Listener: Close for a connection that broke,
+// Cut implements toolgate.Listener: Close for a connection that broke,
 // which the session's connection record counts.
 func (l *listener) Cut() { l.end(true) }
 
@@ -152,7 +151,7 @@ func (s *sessionState) oldestListenerLocked() *listener {
 // Listen registers a stream or a held poll (via) of session sid. It must
 // be called before the first read of the log, so that no event appended
 // in between is missed.
-func (e *Delivery) Listen(sid string, via handlers.Via) (handlers.Listener, error) {
+func (e *Delivery) Listen(sid string, via toolgate.Via) (toolgate.Listener, error) {
 	return e.listen(sid, via, nil)
 }
 
@@ -162,7 +161,7 @@ func (e *Delivery) Listen(sid string, via handlers.Via) (handlers.Listener, erro
 // on it, and one goroutine can serve many sessions. notify is called with
 // the session table's lock held: it must only schedule work, never block
 // or call back into the engine.
-func (e *Delivery) ListenFunc(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+func (e *Delivery) ListenFunc(sid string, via toolgate.Via, notify func()) (toolgate.Listener, error) {
 	return e.listen(sid, via, notify)
 }
 
@@ -173,7 +172,7 @@ func (e *Delivery) ListenFunc(sid string, via handlers.Via, notify func()) (hand
 // whose earlier connection is half-dead, and its client has reconnected.
 // So one session cannot hold more than a few of the gateway's file
 // descriptors, however often it connects.
-func (e *Delivery) listen(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+func (e *Delivery) listen(sid string, via toolgate.Via, notify func()) (toolgate.Listener, error) {
 	streaming := via.Streaming()
 	l := &listener{e: e, notify: notify, streaming: streaming, via: via}
 	if notify == nil {

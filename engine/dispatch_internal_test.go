@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // The tests here race a call's storing with another request: Dispatch runs
@@ -24,7 +23,7 @@ func TestCallDuringFailedCloseStaysOpen(t *testing.T) {
 	e := srv.Engine
 	ctx := context.Background()
 	var once sync.Once
-	e.Hooks().OnBeforeCall(func(context.Context, agentloop.CallCheck) error {
+	e.Hooks().OnBeforeCall(func(context.Context, toolgate.CallCheck) error {
 		// What closeSession does before its write; the write then fails.
 		once.Do(func() { e.countClosing(sid, +1) })
 		return nil
@@ -59,7 +58,7 @@ func TestIdempotencyKeyRaceReturnsTheWinner(t *testing.T) {
 	var raced atomic.Bool // the racing request passes the hook too
 	var winner *toolgate.Call
 	var winnerErr error
-	e.Hooks().OnBeforeCall(func(context.Context, agentloop.CallCheck) error {
+	e.Hooks().OnBeforeCall(func(context.Context, toolgate.CallCheck) error {
 		if raced.CompareAndSwap(false, true) {
 			winner, _, winnerErr = e.Dispatch(ctx, req, opts)
 		}

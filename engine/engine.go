@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/store"
 )
 
@@ -63,9 +63,9 @@ type core struct {
 	now      func() time.Time
 	agentKey *AgentKey // the caller/admin secret, known by its hash (agentkey.go)
 	builtins BuiltinTools
-	hooks    *agentloop.Hooks // before-call hooks and registration rules
-	counter  CallCounter      // counts calls created and ended (the process's metrics)
-	schemas  *schemaCache     // compiled argument schemas, shared among tools
+	hooks    *toolgate.Hooks // before-call hooks and registration rules
+	counter  CallCounter     // counts calls created and ended (the process's metrics)
+	schemas  *schemaCache    // compiled argument schemas, shared among tools
 
 	// life ends when the engine closes; built-in tools run under it.
 	life    context.Context
@@ -123,7 +123,7 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 		e.counter = noCounter{}
 	}
 	if e.hooks == nil {
-		e.hooks = &agentloop.Hooks{}
+		e.hooks = &toolgate.Hooks{}
 	}
 	e.life, e.endLife = context.WithCancel(context.Background())
 	e.nodes = alone{}
@@ -157,7 +157,7 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 
 // Hooks returns the chain every call (before it is stored) and every
 // remote tool registration passes; embedders add their own hooks to it.
-func (e *Engine) Hooks() *agentloop.Hooks { return e.hooks }
+func (e *Engine) Hooks() *toolgate.Hooks { return e.hooks }
 
 // Close stops the engine's background loops. The store stays open.
 func (e *Engine) Close() {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // Options is what the engine is built with. The process (package server)
@@ -33,7 +32,7 @@ type Options struct {
 
 	// Hooks is the chain every call (before it is stored) and every remote
 	// tool registration passes; nil is an empty chain.
-	Hooks *agentloop.Hooks
+	Hooks *toolgate.Hooks
 	// Builtins are the tools that run inside the gateway (built before the
 	// engine: see BuiltinTools); nil is none.
 	Builtins BuiltinTools

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/clientaddr"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // busyRetryAfterSeconds is the Retry-After of a refusal whose end no
@@ -58,20 +60,20 @@ func (p *proxiedShares) limitProxied(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		peer, ok := parseHostAddr(r.RemoteAddr)
-		if !ok || !isTrusted(peer, p.trusted) {
+		peer, ok := clientaddr.ParseAddress(r.RemoteAddr)
+		if !ok || !clientaddr.IsTrustedProxy(peer, p.trusted) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr, _ := clientAddr(r, p.trusted)
-		key := addrKey(addr)
+		addr, _ := clientaddr.FromRequest(r, p.trusted)
+		key := clientaddr.AddressKey(addr)
 		p.mu.Lock()
 		if p.inFlight[key] >= p.limit {
 			p.mu.Unlock()
 			err := toolgate.Errorf(toolgate.ERateLimited,
 				"client address %s already has %d requests in flight through the proxy, the most one address may have (--max-connections-per-address); retry when one has ended", addr, p.limit)
 			err.RetryAfterSeconds = busyRetryAfterSeconds
-			WriteError(w, r, err.WithDetails(map[string]any{"retry_after_seconds": busyRetryAfterSeconds, "limit": p.limit}))
+			jsonhttp.WriteError(w, r, err.WithDetails(map[string]any{"retry_after_seconds": busyRetryAfterSeconds, "limit": p.limit}))
 			return
 		}
 		p.inFlight[key]++

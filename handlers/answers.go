@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // maxAnswersPerRequest bounds a tool_results batch.
@@ -31,7 +32,7 @@ func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 	sid := chi.URLParam(r, "sid")
 	body, err := readBody(r, false)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	// The shape first: a batch's body is read as a batch only, and one
@@ -41,35 +42,35 @@ func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 		Results []json.RawMessage `json:"results"`
 	}
 	if err := decodeBytesAs(body, &envelope, false, (*answersShape)(nil)); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if envelope.Type != toolgate.AnswerBatch {
 		var answer toolgate.Answer
 		if err := decodeChecked(body, &answer, false); err != nil {
-			WriteError(w, r, err)
+			jsonhttp.WriteError(w, r, err)
 			return
 		}
 		acks, err := h.answers.SubmitAnswers(r.Context(), sid, []toolgate.Answer{answer})
 		if err != nil {
-			WriteError(w, r, err)
+			jsonhttp.WriteError(w, r, err)
 			return
 		}
 		ack := acks[0]
 		if ack.Error != nil {
-			WriteError(w, r, ack.Error)
+			jsonhttp.WriteError(w, r, ack.Error)
 			return
 		}
 		ack.Type = toolgate.AnswerAckType
-		WriteJSON(w, http.StatusOK, ack)
+		jsonhttp.WriteJSON(w, http.StatusOK, ack)
 		return
 	}
 	if envelope.Results == nil {
-		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "tool_results needs a results array"))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "tool_results needs a results array"))
 		return
 	}
 	if len(envelope.Results) > maxAnswersPerRequest {
-		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "at most %d answers per request", maxAnswersPerRequest))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "at most %d answers per request", maxAnswersPerRequest))
 		return
 	}
 	answers := make([]toolgate.Answer, len(envelope.Results))
@@ -84,7 +85,7 @@ func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 	}
 	acks, err := h.answers.SubmitAnswers(r.Context(), sid, valid)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	out := make([]toolgate.AnswerAck, len(answers))
@@ -97,20 +98,20 @@ func (h *answerHandlers) handleResults(w http.ResponseWriter, r *http.Request) {
 		out[i] = acks[next]
 		next++
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"type": toolgate.BatchAckType, "results": out})
+	jsonhttp.WriteJSON(w, http.StatusOK, map[string]any{"type": toolgate.BatchAckType, "results": out})
 }
 
 // handleProgress serves POST /v1/sessions/{sid}/progress.
 func (h *answerHandlers) handleProgress(w http.ResponseWriter, r *http.Request) {
 	var p toolgate.ProgressReport
 	if err := DecodeJSON(r, &p, false, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	ack, err := h.answers.ReportProgress(r.Context(), chi.URLParam(r, "sid"), p)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ack)
+	jsonhttp.WriteJSON(w, http.StatusOK, ack)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // handleAsset serves the embedded web files: "/" is index.html, the SDK is
@@ -18,7 +19,7 @@ func (a *API) handleAsset(assets fs.FS) http.HandlerFunc {
 			name = "index.html"
 		}
 		if _, err := fs.Stat(assets, name); err != nil {
-			WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
 			return
 		}
 		switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // defaultBodyReadTimeout is Options.BodyReadTimeout when unset.
@@ -46,7 +47,7 @@ func (a *API) readBodyWithin(next http.Handler) http.Handler {
 			}
 			// What is left of the body is not read: the connection ends.
 			w.Header().Set("Connection", "close")
-			WriteError(w, r, err)
+			jsonhttp.WriteError(w, r, err)
 			// The deadline is not lifted but brought to now: after the
 			// handler net/http reads what is left of a short body before
 			// it closes the connection, and without a deadline a client

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // ContentSecurityPolicy is the policy every reply carries. The page and its
@@ -50,7 +51,7 @@ var jsonOnlyPaths = map[string]bool{
 func requireJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && (r.ContentLength != 0 || jsonOnlyPaths[r.URL.Path]) && !isJSON(r.Header.Get("Content-Type")) {
-			WriteError(w, r, toolgate.Errorf(toolgate.EUnsupportedMediaType,
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EUnsupportedMediaType,
 				"a POST to %s must be sent with Content-Type: application/json", r.URL.Path))
 			return
 		}

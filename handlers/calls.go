@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // callHandlers serve the caller's calls.
@@ -24,38 +25,38 @@ type callHandlers struct {
 func (h *callHandlers) handleCallCreate(w http.ResponseWriter, r *http.Request) {
 	var req toolgate.CallRequest
 	if err := DecodeJSON(r, &req, true, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if err := checkIdempotencyKey(key); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if req.SessionID != "" && !toolgate.WellFormedID(req.SessionID) {
-		WriteError(w, r, notWellFormed("session", req.SessionID))
+		jsonhttp.WriteError(w, r, notWellFormed("session", req.SessionID))
 		return
 	}
 	call, err := h.calls.CreateCall(r.Context(), req, key)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if req.Wait != nil && !*req.Wait {
-		WriteJSON(w, http.StatusAccepted, call)
+		jsonhttp.WriteJSON(w, http.StatusAccepted, call)
 		return
 	}
 	final, err := h.calls.WaitCall(r.Context(), call.ID, -1)
 	if err != nil {
 		// The request context ended: reply with what is known, if anyone listens.
 		if current, gerr := h.calls.GetCall(detached(r.Context()), call.ID); gerr == nil {
-			WriteJSON(w, http.StatusAccepted, current)
+			jsonhttp.WriteJSON(w, http.StatusAccepted, current)
 			return
 		}
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, final)
+	jsonhttp.WriteJSON(w, http.StatusOK, final)
 }
 
 // handleCallGet serves GET /v1/calls/{id}?wait_ms=: the record, held until
@@ -64,19 +65,19 @@ func (h *callHandlers) handleCallGet(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	wait, err := durationParam(r, "wait_ms", 0, h.maxWait)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if !toolgate.WellFormedID(id) {
-		WriteError(w, r, notWellFormed("call", id))
+		jsonhttp.WriteError(w, r, notWellFormed("call", id))
 		return
 	}
 	call, err := h.calls.WaitCall(r.Context(), id, wait)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, call)
+	jsonhttp.WriteJSON(w, http.StatusOK, call)
 }
 
 // handleCallList serves GET /v1/calls: history, newest first.
@@ -90,43 +91,43 @@ func (h *callHandlers) handleCallList(w http.ResponseWriter, r *http.Request) {
 	// Filters that can match nothing are refused before the database is
 	// read, as before is.
 	if err := sessionFilter(query.SessionID, toolgate.EBadRequest); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if err := textParam("tool", query.Tool); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	before, err := beforeCursor(q.Get("before"), "call")
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	query.Before = before
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "limit must be a positive whole number"))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "limit must be a positive whole number"))
 			return
 		}
 		query.Limit = n
 	}
 	list, err := h.calls.ListCalls(r.Context(), query)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, list)
+	jsonhttp.WriteJSON(w, http.StatusOK, list)
 }
 
 // handleCallCancel serves POST /v1/calls/{id}/cancel.
 func (h *callHandlers) handleCallCancel(w http.ResponseWriter, r *http.Request) {
 	call, err := h.calls.CancelCall(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, call)
+	jsonhttp.WriteJSON(w, http.StatusOK, call)
 }
 
 // durationParam reads a millisecond query parameter, capped at max.

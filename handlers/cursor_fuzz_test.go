@@ -89,8 +89,8 @@ func FuzzCursorParams(f *testing.F) {
 	eng := fakeEngine{
 		Auth: keys{},
 		Delivery: &fakeDelivery{
-			listen: func(string, bool) (handlers.Listener, error) { return newFakeListener(), nil },
-			listenFunc: func(string, bool, func()) (handlers.Listener, error) {
+			listen: func(string, bool) (toolgate.Listener, error) { return newFakeListener(), nil },
+			listenFunc: func(string, bool, func()) (toolgate.Listener, error) {
 				return newFakeListener(), nil
 			},
 			openEvents:  func(string) ([]toolgate.Event, int64, error) { return nil, newestSeq, nil },

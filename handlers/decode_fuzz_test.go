@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/cputime"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // decodedRequest is one request body the handlers decode: a new value of
@@ -116,7 +117,7 @@ func checkDecoded(t *testing.T, name string, body []byte, v any, err error, stri
 		if !errors.As(err, &te) {
 			t.Fatalf("%s: %q refused with %T %v, not a *toolgate.Error", name, body, err, err)
 		}
-		if s := StatusOf(te.Code); s < 400 || s > 499 {
+		if s := jsonhttp.StatusOf(te.Code); s < 400 || s > 499 {
 			t.Fatalf("%s: %q refused with %s (%d), want a 4xx", name, body, te.Code, s)
 		}
 		if te.Message == "" {

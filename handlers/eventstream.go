@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate"
 )
 
 // eventStream is one Server-Sent Events stream of session events — a
@@ -22,7 +24,7 @@ type eventStream struct {
 	// session.
 	multi bool
 	// via is how the stream holds its sessions (a join listens so too).
-	via Via
+	via toolgate.Via
 	out sseOut
 	// head is written before the first events: the retry hint and ready.
 	head    []byte
@@ -84,7 +86,7 @@ func (s *eventStream) step(ctx context.Context, woken bool) stepResult {
 			for _, ev := range b.events {
 				body = appendSSE(body, ev)
 			}
-			if b.left == EndReplaced {
+			if b.left == toolgate.EndReplaced {
 				body = appendReplaced(body, b.sid)
 			}
 			if b.left != "" {

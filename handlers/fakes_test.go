@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/handlers"
 )
 
 // The fakes of the engine's parts: each method calls its func field, and
@@ -88,18 +87,18 @@ func (f *fakeCalls) CancelCall(_ context.Context, id string) (*toolgate.Call, er
 }
 
 type fakeDelivery struct {
-	listen      func(sid string, streaming bool) (handlers.Listener, error)
-	listenFunc  func(sid string, streaming bool, notify func()) (handlers.Listener, error)
+	listen      func(sid string, streaming bool) (toolgate.Listener, error)
+	listenFunc  func(sid string, streaming bool, notify func()) (toolgate.Listener, error)
 	openEvents  func(sid string) ([]toolgate.Event, int64, error)
 	eventsAfter func(sid string, cursor int64) ([]toolgate.Event, int64, error)
 	checkCursor func(sid string, cursor int64) error
 	delivered   func(sid string, events []toolgate.Event)
 }
 
-func (f *fakeDelivery) Listen(sid string, via handlers.Via) (handlers.Listener, error) {
+func (f *fakeDelivery) Listen(sid string, via toolgate.Via) (toolgate.Listener, error) {
 	return f.listen(sid, via.Streaming())
 }
-func (f *fakeDelivery) ListenFunc(sid string, via handlers.Via, notify func()) (handlers.Listener, error) {
+func (f *fakeDelivery) ListenFunc(sid string, via toolgate.Via, notify func()) (toolgate.Listener, error) {
 	return f.listenFunc(sid, via.Streaming(), notify)
 }
 func (f *fakeDelivery) OpenEvents(_ context.Context, sid string) ([]toolgate.Event, int64, error) {
@@ -113,7 +112,7 @@ func (f *fakeDelivery) CheckCursor(_ context.Context, sid string, cursor int64) 
 }
 func (f *fakeDelivery) Delivered(sid string, events []toolgate.Event) { f.delivered(sid, events) }
 
-// fakeListener is a handlers.Listener the test wakes and ends.
+// fakeListener is a toolgate.Listener the test wakes and ends.
 type fakeListener struct {
 	wake      chan struct{}
 	done      chan struct{}
@@ -134,7 +133,7 @@ func (l *fakeListener) Close()                { l.closeOnce.Do(func() { close(l.
 func (l *fakeListener) Cut()                  { l.Close() }
 func (l *fakeListener) EndReason() string {
 	if l.replaced.Load() {
-		return handlers.EndReplaced
+		return toolgate.EndReplaced
 	}
 	select {
 	case <-l.done:

@@ -40,7 +40,7 @@ type feed struct {
 // member is one session of a feed.
 type member struct {
 	sid    string
-	l      Listener
+	l      toolgate.Listener
 	cursor int64
 	// notified is set when the listener reports growth through notify
 	// (dirty); without it, the member is read whenever the driver was
@@ -174,7 +174,7 @@ func (f *feed) collect(ctx context.Context, woken, every bool) ([]batch, error) 
 		switch {
 		case m.leaving != "":
 			b.events = nil // a session that left is sent nothing more
-		case reason == EndReplaced:
+		case reason == toolgate.EndReplaced:
 			// A newer stream or poll of the session carries its events
 			// now: this one reads no more of them.
 			b.events = nil
@@ -261,7 +261,7 @@ func (f *feed) recordDelivery(batches []batch) {
 
 // endReason is why a listener's session ended: "closed" or "expired", or
 // endShutdown when it ended without closing (the gateway is stopping).
-func endReason(l Listener) string {
+func endReason(l toolgate.Listener) string {
 	if r := l.EndReason(); r != "" {
 		return r
 	}

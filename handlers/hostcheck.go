@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // hostPolicy decides which Host headers the gateway answers, against DNS
@@ -71,7 +72,7 @@ func (p *hostPolicy) allows(hostHeader string) bool {
 func (p *hostPolicy) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !p.allows(r.Host) {
-			WriteError(w, r, toolgate.Errorf(toolgate.EMisdirectedRequest,
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EMisdirectedRequest,
 				"this gateway does not answer for the host %q; its operator can add it to --allowed-hosts (TOOLGATE_ALLOWED_HOSTS)", hostname(r.Host)))
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // handlePoll serves POST /v1/poll: one long-poll for several sessions,
@@ -22,17 +23,17 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 		WaitMS   *int64         `json:"wait_ms"`
 	}
 	if err := DecodeJSON(r, &body, false, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if err := h.checkCount(len(body.Sessions)); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	wait := h.wait
 	if body.WaitMS != nil {
 		if *body.WaitMS < 0 {
-			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "wait_ms must not be negative"))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "wait_ms must not be negative"))
 			return
 		}
 		wait = h.maxWait
@@ -43,14 +44,14 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 	f := newFeed(h.delivery, h.maxSessions)
 	defer func() { f.close(ctx.Err() != nil) }() // a poll whose client went away was cut
 	wake, notify := signal()
-	served, refused := h.admitAll(r, f, body.Sessions, Via{Transport: TransportMultiPoll}, notify)
+	served, refused := h.admitAll(r, f, body.Sessions, toolgate.Via{Transport: toolgate.TransportMultiPoll}, notify)
 	if len(served) == 0 {
 		wait = 0 // nothing to wait for: the refusals are the answer
 	}
 	batches, err := holdPoll(ctx, f, wake, nil, wait)
 	if err != nil {
 		if ctx.Err() == nil {
-			WriteError(w, r, err)
+			jsonhttp.WriteError(w, r, err)
 		}
 		return
 	}
@@ -68,7 +69,7 @@ func (h *multiHandlers) handlePoll(w http.ResponseWriter, r *http.Request) {
 		// A session that closed or expired has ended; one whose listener
 		// ended at a shutdown, or was replaced, has not (its client polls
 		// again; after a replacement, after its retry delay).
-		if b.left != "" && b.left != endShutdown && b.left != EndReplaced {
+		if b.left != "" && b.left != endShutdown && b.left != toolgate.EndReplaced {
 			buf = append(buf, `,"ended":true`...)
 		}
 		buf = append(buf, '}')

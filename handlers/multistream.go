@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // defaultMaxStreamSessions is Options.MaxStreamSessions when unset.
@@ -100,7 +101,7 @@ type refusal struct {
 // f, each listening with a notify that calls wake, in the order given; it
 // returns the sessions admitted and those refused. Once maxRefusals were
 // refused, the rest are refused without being checked.
-func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntry, via Via, wake func()) (admitted []string, refused []refusal) {
+func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntry, via toolgate.Via, wake func()) (admitted []string, refused []refusal) {
 	admitted, refused = []string{}, []refusal{}
 	for _, e := range entries {
 		if f.holds(e.SessionID) {
@@ -124,8 +125,8 @@ func (h *multiHandlers) admitAll(r *http.Request, f *feed, entries []sessionEntr
 
 func refusalOf(r *http.Request, sid string, err error) refusal {
 	code := toolgate.ErrorCode(err)
-	if code == toolgate.EInternal && !clientGone(r, err) {
-		requestLogger(r).Error("internal error", "method", r.Method, "path", r.URL.Path, "session", sid, "err", err)
+	if code == toolgate.EInternal && !jsonhttp.ClientGone(r, err) {
+		jsonhttp.RequestLogger(r).Error("internal error", "method", r.Method, "path", r.URL.Path, "session", sid, "err", err)
 	}
 	return refusal{SessionID: sid, Code: code, Message: toolgate.ErrorMessage(err)}
 }
@@ -170,20 +171,20 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 		HeartbeatMS json.RawMessage `json:"heartbeat_ms"`
 	}
 	if err := DecodeJSON(r, &body, false, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if err := h.checkCount(len(body.Sessions)); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	given := len(body.HeartbeatMS) > 0 && string(body.HeartbeatMS) != "null"
 	heartbeat, err := h.heartbeat.parse(string(body.HeartbeatMS), given)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	via := Via{Transport: TransportMultiStream, Heartbeat: heartbeat}
+	via := toolgate.Via{Transport: toolgate.TransportMultiStream, Heartbeat: heartbeat}
 	stream := &eventStream{feed: newFeed(h.delivery, h.maxSessions), multi: true, via: via, idleEnd: h.heartbeat.max}
 	hub := hubFor(w, r, h.hub)
 	var hs *hubStream
@@ -221,7 +222,7 @@ func (h *multiHandlers) handleStreamOpen(w http.ResponseWriter, r *http.Request)
 // and listens to it with a notify that marks it and calls wake, with
 // what it gets first: a stream's first events (see firstEvents), or a
 // poll's (see firstPolled). The member is not yet on a feed.
-func (h *multiHandlers) admit(ctx context.Context, e sessionEntry, via Via, wake func()) (*member, error) {
+func (h *multiHandlers) admit(ctx context.Context, e sessionEntry, via toolgate.Via, wake func()) (*member, error) {
 	streaming := via.Streaming()
 	if e.SessionID == "" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
@@ -265,15 +266,15 @@ func (h *multiHandlers) handleJoin(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "stream_id")
 	var e sessionEntry
 	if err := DecodeJSON(r, &e, false, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	err := h.join(r.Context(), id, e)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"stream_id": id, "session_id": e.SessionID, "joined": true})
+	jsonhttp.WriteJSON(w, http.StatusOK, map[string]any{"stream_id": id, "session_id": e.SessionID, "joined": true})
 }
 
 func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) error {
@@ -319,17 +320,17 @@ func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) err
 // the session.
 func (h *multiHandlers) handleLeave(w http.ResponseWriter, r *http.Request) {
 	id, sid := chi.URLParam(r, "stream_id"), chi.URLParam(r, "sid")
-	if err := h.auth.AuthorizeSession(r.Context(), sid, Bearer(r, false)); err != nil {
-		WriteError(w, r, err)
+	if err := h.auth.AuthorizeSession(r.Context(), sid, jsonhttp.Bearer(r, false)); err != nil {
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	stream := h.streams.get(id)
 	if stream == nil {
-		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open stream %s", id))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open stream %s", id))
 		return
 	}
 	if !stream.feed.leave(sid, "left") {
-		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "session %s is not on stream %s", sid, id))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "session %s is not on stream %s", sid, id))
 		return
 	}
 	stream.wake()

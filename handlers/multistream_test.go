@@ -33,7 +33,7 @@ func newMultiSessions(sids ...string) (*multiSessions, fakeEngine) {
 		m.logs[sid] = &eventLog{}
 	}
 	return m, fakeEngine{Delivery: &fakeDelivery{
-		listenFunc: func(sid string, streaming bool, notify func()) (handlers.Listener, error) {
+		listenFunc: func(sid string, streaming bool, notify func()) (toolgate.Listener, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if m.logs[sid] == nil {

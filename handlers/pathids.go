@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // idInPath refuses, with 404 NOT_FOUND, a request whose path parameter
@@ -19,7 +20,7 @@ func idInPath(param, what string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if id := chi.URLParam(r, param); !toolgate.WellFormedID(id) {
-				WriteError(w, r, notWellFormed(what, id))
+				jsonhttp.WriteError(w, r, notWellFormed(what, id))
 				return
 			}
 			next.ServeHTTP(w, r)

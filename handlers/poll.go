@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // pollHandler serves a session's long-poll.
@@ -30,7 +31,7 @@ func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	wait, err := durationParam(r, "wait_ms", h.wait, h.maxWait)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	var cursor int64
@@ -38,24 +39,24 @@ func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 	if hasCursor {
 		cursor, err = strconv.ParseInt(q.Get("cursor"), 10, 64)
 		if err != nil {
-			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "cursor must be a whole number from an earlier poll, not %q", q.Get("cursor")))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "cursor must be a whole number from an earlier poll, not %q", q.Get("cursor")))
 			return
 		}
 		if err := h.delivery.CheckCursor(ctx, sid, cursor); err != nil {
-			WriteError(w, r, err)
+			jsonhttp.WriteError(w, r, err)
 			return
 		}
 	}
-	l, err := h.delivery.Listen(sid, Via{Transport: TransportPoll})
+	l, err := h.delivery.Listen(sid, toolgate.Via{Transport: toolgate.TransportPoll})
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	m := &member{sid: sid, l: l}
 	m.first, m.cursor, err = firstPolled(ctx, h.delivery, sid, hasCursor, cursor)
 	if err != nil {
 		l.Close()
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	f := newFeed(h.delivery, 1)
@@ -64,7 +65,7 @@ func (h *pollHandler) handlePoll(w http.ResponseWriter, r *http.Request) {
 	batches, err := holdPoll(ctx, f, l.Wake(), l.Done(), wait)
 	if err != nil {
 		if ctx.Err() == nil {
-			WriteError(w, r, err)
+			jsonhttp.WriteError(w, r, err)
 		}
 		return
 	}
@@ -146,7 +147,7 @@ func pollEvents(buf []byte, b batch) []byte {
 		}
 		buf = appendTagged(buf, "", ev)
 	}
-	if b.left == EndReplaced {
+	if b.left == toolgate.EndReplaced {
 		if len(b.events) > 0 {
 			buf = append(buf, ',')
 		}

@@ -15,7 +15,7 @@ import (
 // pollOver is a Delivery for polls over log, whose open calls are open.
 func pollOver(log *eventLog, open ...toolgate.Event) *fakeDelivery {
 	return &fakeDelivery{
-		listen:      func(string, bool) (handlers.Listener, error) { return newFakeListener(), nil },
+		listen:      func(string, bool) (toolgate.Listener, error) { return newFakeListener(), nil },
 		openEvents:  func(string) ([]toolgate.Event, int64, error) { return open, seqOfLast(open), nil },
 		eventsAfter: log.after,
 		checkCursor: func(string, int64) error { return nil },
@@ -80,7 +80,7 @@ func TestPoll(t *testing.T) {
 			status:  400, body: errorBody(toolgate.EBadRequest, "cursor 99 is past the log")},
 		{name: "a session that cannot be listened to",
 			engine: failing(func(d *fakeDelivery) {
-				d.listen = func(sid string, _ bool) (handlers.Listener, error) {
+				d.listen = func(sid string, _ bool) (toolgate.Listener, error) {
 					return nil, toolgate.Errorf(toolgate.ENotFound, "session %s is closed", sid)
 				}
 			}),
@@ -116,7 +116,7 @@ type heldPoll struct {
 func newHeldPoll(during func(p *heldPoll)) (*heldPoll, fakeEngine) {
 	p := &heldPoll{listener: newFakeListener()}
 	return p, fakeEngine{Delivery: &fakeDelivery{
-		listen: func(sid string, streaming bool) (handlers.Listener, error) {
+		listen: func(sid string, streaming bool) (toolgate.Listener, error) {
 			p.listened.put(streaming)
 			return p.listener, nil
 		},

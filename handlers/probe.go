@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // probeGap is the time between a probe's two events. A path that streams
@@ -65,7 +66,7 @@ func (h *probeHandler) done(sid string) {
 func (h *probeHandler) handleProbe(w http.ResponseWriter, r *http.Request) {
 	sid := chi.URLParam(r, "sid")
 	if err := h.begin(sid); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	defer h.done(sid)

@@ -2,94 +2,15 @@ package handlers
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate"
 )
-
-// statusOf maps each error code to its HTTP status; the one table of it.
-var statusOf = map[string]int{
-	toolgate.EBadRequest:       http.StatusBadRequest,
-	toolgate.EUnauthenticated:  http.StatusUnauthorized,
-	toolgate.EPermissionDenied: http.StatusForbidden,
-	toolgate.ENotFound:         http.StatusNotFound,
-	toolgate.EToolNotFound:     http.StatusNotFound,
-	toolgate.EConflict:         http.StatusConflict,
-	toolgate.ECallClosed:       http.StatusConflict,
-	toolgate.EPayloadTooLarge:  http.StatusRequestEntityTooLarge,
-	toolgate.EInvalidArgs:      http.StatusUnprocessableEntity,
-	toolgate.ERateLimited:      http.StatusTooManyRequests,
-	toolgate.ESessionOffline:   http.StatusServiceUnavailable,
-	toolgate.EToolOffline:      http.StatusServiceUnavailable,
-	toolgate.ETimeout:          http.StatusGatewayTimeout,
-	toolgate.EInternal:         http.StatusInternalServerError,
-
-	// Browser-facing refusals (browser.go, hostcheck.go).
-	toolgate.EUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	toolgate.EMisdirectedRequest:   http.StatusMisdirectedRequest,
-
-	// The runs API on a gateway started without a model.
-	toolgate.EModelNotConfigured: http.StatusServiceUnavailable,
-
-	// A write the full disk could not take.
-	toolgate.EStorageFull: http.StatusServiceUnavailable,
-
-	// A request the database could not serve right now (PostgreSQL).
-	toolgate.EStorageUnavailable: http.StatusServiceUnavailable,
-}
-
-// StatusOf returns the HTTP status for an error code (500 when unknown).
-func StatusOf(code string) int {
-	if s, ok := statusOf[code]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// WriteJSON writes v as a JSON reply with the status.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	// An error here means the client has gone; there is no one to tell.
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// clientGone reports whether err is the request's own context ending: the
-// client went away while the database was being read (on PostgreSQL a
-// read is a round trip the context cancels), which is nobody's error.
-func clientGone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && errors.Is(err, context.Canceled)
-}
-
-// WriteError writes err as the protocol's error body. Errors that are not
-// *toolgate.Error are internal: logged here, shown as "Internal error.".
-func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	code := toolgate.ErrorCode(err)
-	if code == toolgate.EInternal {
-		var te *toolgate.Error
-		if !errors.As(err, &te) && !clientGone(r, err) {
-			requestLogger(r).Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		}
-	}
-	body := map[string]any{"code": code, "message": toolgate.ErrorMessage(err)}
-	var te *toolgate.Error
-	if errors.As(err, &te) {
-		if len(te.Details) > 0 {
-			body["details"] = te.Details
-		}
-		if te.RetryAfterSeconds > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(te.RetryAfterSeconds))
-		}
-	}
-	WriteJSON(w, StatusOf(code), map[string]any{"error": body})
-}
 
 // DecodeJSON reads the request body into v. With strict, unknown fields are
 // refused. An empty body is refused unless allowEmpty. Errors are

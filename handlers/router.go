@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -12,6 +10,7 @@ import (
 	"github.com/go-chi/cors"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 	"github.com/toolgate/toolgate/outputsafety"
 	"github.com/toolgate/toolgate/web"
 )
@@ -105,10 +104,10 @@ func New(opts Options) *API {
 	}
 	r.Use(requireJSON)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 
 	r.Get("/healthz", a.handleHealth)
@@ -169,36 +168,13 @@ func New(opts Options) *API {
 	return a
 }
 
-// loggerKey keys the API's logger in a request's context.
-type loggerKey struct{}
-
-// WithLogger returns ctx carrying log, for the internal errors WriteError
-// logs (it is called with the request, not the API). The server puts it in
-// every connection's base context once (http.Server.BaseContext), rather
-// than in each request's.
-func WithLogger(ctx context.Context, log *slog.Logger) context.Context {
-	return context.WithValue(ctx, loggerKey{}, log)
-}
-
-// discardLog is the logger of a request whose context carries none.
-var discardLog = slog.New(slog.DiscardHandler)
-
-// requestLogger returns the logger r's context carries (WithLogger); a
-// request served without one logs nowhere.
-func requestLogger(r *http.Request) *slog.Logger {
-	if log, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
-		return log
-	}
-	return discardLog
-}
-
 // limitBody caps every request body at MaxBodyBytes; a declared length
 // over it is refused before anything is read.
 func (a *API) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.opts.MaxBodyBytes > 0 {
 			if r.ContentLength > a.opts.MaxBodyBytes {
-				WriteError(w, r, toolgate.Errorf(toolgate.EPayloadTooLarge, "the request body is larger than the limit of %d bytes", a.opts.MaxBodyBytes))
+				jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EPayloadTooLarge, "the request body is larger than the limit of %d bytes", a.opts.MaxBodyBytes))
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes)
@@ -213,39 +189,23 @@ func (a *API) limitBody(next http.Handler) http.Handler {
 // to the log only.
 func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if err := a.auth.Healthy(r.Context()); err != nil {
-		requestLogger(r).Warn("health check: the database cannot be reached", "err", err)
-		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "the database cannot be reached"})
+		jsonhttp.RequestLogger(r).Warn("health check: the database cannot be reached", "err", err)
+		jsonhttp.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "the database cannot be reached"})
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// Bearer returns the secret of an "Authorization: Bearer" header; with
-// allowQuery, an access_token query parameter is accepted too (a browser
-// EventSource cannot set headers).
-func Bearer(r *http.Request, allowQuery bool) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-			return strings.TrimSpace(h[7:])
-		}
-		return ""
-	}
-	if allowQuery {
-		return r.URL.Query().Get("access_token")
-	}
-	return ""
+	jsonhttp.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // RequireAgent lets through only requests bearing the agent key.
 func (a *API) RequireAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret := Bearer(r, false)
+		secret := jsonhttp.Bearer(r, false)
 		if secret == "" {
-			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "the agent key is required (Authorization: Bearer <agent key>)"))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "the agent key is required (Authorization: Bearer <agent key>)"))
 			return
 		}
 		if !a.auth.IsAgentKey(secret) {
-			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key"))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "invalid agent key"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -267,8 +227,8 @@ func (a *API) requireSessionQueryToken(next http.Handler) http.Handler {
 func (a *API) sessionAuth(next http.Handler, allowQuery bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := chi.URLParam(r, "sid")
-		if err := a.auth.AuthorizeSession(r.Context(), sid, Bearer(r, allowQuery)); err != nil {
-			WriteError(w, r, err)
+		if err := a.auth.AuthorizeSession(r.Context(), sid, jsonhttp.Bearer(r, allowQuery)); err != nil {
+			jsonhttp.WriteError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -278,7 +238,7 @@ func (a *API) sessionAuth(next http.Handler, allowQuery bool) http.Handler {
 // requireSessionOrAgent accepts the session's token or the agent key.
 func (a *API) requireSessionOrAgent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret := Bearer(r, false)
+		secret := jsonhttp.Bearer(r, false)
 		if a.auth.IsAgentKey(secret) {
 			next.ServeHTTP(w, r)
 			return
@@ -292,8 +252,8 @@ func (a *API) requireSessionOrAgent(next http.Handler) http.Handler {
 // also serves).
 func (a *API) requireClientKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.auth.IsClientKey(Bearer(r, false)) {
-			WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "this gateway requires its client key to create sessions (Authorization: Bearer <client key>)"))
+		if !a.auth.IsClientKey(jsonhttp.Bearer(r, false)) {
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "this gateway requires its client key to create sessions (Authorization: Bearer <client key>)"))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -10,6 +10,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/clientaddr"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // Agent is what the runs API and the approval endpoints need of the
@@ -75,30 +77,30 @@ type agentHandlers struct {
 func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) {
 	var req toolgate.RunRequest
 	if err := DecodeJSON(r, &req, true, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	var origin RunOrigin
 	if sid := chi.URLParam(r, "sid"); sid != "" {
 		if req.SessionID != "" && req.SessionID != sid {
-			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "session_id must be this session's id or left out"))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "session_id must be this session's id or left out"))
 			return
 		}
 		req.SessionID, origin.Session = sid, sid
-		if addr, ok := clientAddr(r, h.trusted); ok {
-			origin.Address = addrKey(addr)
+		if addr, ok := clientaddr.FromRequest(r, h.trusted); ok {
+			origin.Address = clientaddr.AddressKey(addr)
 		}
 		if err := h.runStarts.take(r); err != nil {
-			WriteError(w, r, err)
+			jsonhttp.WriteError(w, r, err)
 			return
 		}
 	} else if req.SessionID != "" && !toolgate.WellFormedID(req.SessionID) {
-		WriteError(w, r, notWellFormed("session", req.SessionID))
+		jsonhttp.WriteError(w, r, notWellFormed("session", req.SessionID))
 		return
 	}
 	id, feed, err := h.ag.StartRun(r.Context(), req, origin)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if wantsStream(r) {
@@ -115,10 +117,10 @@ func (h *agentHandlers) handleRunCreate(w http.ResponseWriter, r *http.Request) 
 	}
 	run, err := h.ag.GetRun(detached(r.Context()), id, "")
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, status, run)
+	jsonhttp.WriteJSON(w, status, run)
 }
 
 // handleRunGet serves GET /v1/runs/{id} (agent key) and
@@ -130,7 +132,7 @@ func (h *agentHandlers) handleRunGet(w http.ResponseWriter, r *http.Request) {
 	id, sid := chi.URLParam(r, "id"), chi.URLParam(r, "sid")
 	run, err := h.ag.GetRun(r.Context(), id, sid)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if wantsStream(r) {
@@ -139,7 +141,7 @@ func (h *agentHandlers) handleRunGet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	WriteJSON(w, http.StatusOK, run)
+	jsonhttp.WriteJSON(w, http.StatusOK, run)
 }
 
 func wantsStream(r *http.Request) bool {
@@ -193,12 +195,12 @@ func (h *agentHandlers) streamRun(w http.ResponseWriter, r *http.Request, feed t
 // handleApprove serves POST /v1/calls/{id}/approve, with the agent key or
 // the token of the session that started the call's run.
 func (h *agentHandlers) handleApprove(w http.ResponseWriter, r *http.Request) {
-	call, err := h.ag.ApproveCall(r.Context(), chi.URLParam(r, "id"), Bearer(r, false))
+	call, err := h.ag.ApproveCall(r.Context(), chi.URLParam(r, "id"), jsonhttp.Bearer(r, false))
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, call)
+	jsonhttp.WriteJSON(w, http.StatusOK, call)
 }
 
 // handleDeny serves POST /v1/calls/{id}/deny, body {"reason": "..."}
@@ -208,15 +210,15 @@ func (h *agentHandlers) handleDeny(w http.ResponseWriter, r *http.Request) {
 		Reason string `json:"reason"`
 	}
 	if err := DecodeJSON(r, &body, true, true); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	call, err := h.ag.DenyCall(r.Context(), chi.URLParam(r, "id"), Bearer(r, false), body.Reason)
+	call, err := h.ag.DenyCall(r.Context(), chi.URLParam(r, "id"), jsonhttp.Bearer(r, false), body.Reason)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, call)
+	jsonhttp.WriteJSON(w, http.StatusOK, call)
 }
 
 // handleSettings serves POST /v1/sessions/{sid}/settings, body
@@ -226,17 +228,17 @@ func (h *agentHandlers) handleSettings(w http.ResponseWriter, r *http.Request) {
 		AutoApprove *bool `json:"auto_approve"`
 	}
 	if err := DecodeJSON(r, &body, true, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if body.AutoApprove == nil {
-		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "auto_approve (true or false) is required"))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "auto_approve (true or false) is required"))
 		return
 	}
 	view, err := h.ag.SetAutoApprove(r.Context(), chi.URLParam(r, "sid"), *body.AutoApprove)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, view)
+	jsonhttp.WriteJSON(w, http.StatusOK, view)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/clientaddr"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 	"github.com/toolgate/toolgate/internal/keyedlimit"
 )
 
@@ -54,11 +56,11 @@ func (b *addressBuckets) take(r *http.Request) error {
 	if b == nil {
 		return nil
 	}
-	addr, ok := clientAddr(r, b.limit.TrustedProxies)
+	addr, ok := clientaddr.FromRequest(r, b.limit.TrustedProxies)
 	if !ok {
 		return nil
 	}
-	allowed, wait := b.buckets.Take(addrKey(addr), time.Now())
+	allowed, wait := b.buckets.Take(clientaddr.AddressKey(addr), time.Now())
 	if allowed {
 		return nil
 	}
@@ -80,9 +82,9 @@ func limitSessionCreation(limit SessionLimit, auth Auth) func(http.Handler) http
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !auth.IsAgentKey(Bearer(r, false)) {
+			if !auth.IsAgentKey(jsonhttp.Bearer(r, false)) {
 				if err := buckets.take(r); err != nil {
-					WriteError(w, r, err)
+					jsonhttp.WriteError(w, r, err)
 					return
 				}
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/clientaddr"
 )
 
 // countingSessions is a Sessions fake that counts the sessions it creates.
@@ -24,7 +25,7 @@ func countingSessions(n *atomic.Int32) fakeEngine {
 func sessionLimitServer(t *testing.T, trusted ...string) (*testServer, *atomic.Int32) {
 	t.Helper()
 	var n atomic.Int32
-	prefixes, err := handlers.ParseTrustedProxies(trusted)
+	prefixes, err := clientaddr.ParseTrustedProxies(trusted)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // sessionHandlers serve the sessions: a client creates its own, the
@@ -20,35 +21,35 @@ type sessionHandlers struct {
 func (h *sessionHandlers) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	var req toolgate.CreateSessionRequest
 	if err := DecodeJSON(r, &req, true, true); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	created, err := h.sessions.CreateSession(r.Context(), req)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusCreated, created)
+	jsonhttp.WriteJSON(w, http.StatusCreated, created)
 }
 
 // handleSessionGet serves GET /v1/sessions/{sid}.
 func (h *sessionHandlers) handleSessionGet(w http.ResponseWriter, r *http.Request) {
 	view, err := h.sessions.SessionView(r.Context(), chi.URLParam(r, "sid"))
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, view)
+	jsonhttp.WriteJSON(w, http.StatusOK, view)
 }
 
 // handleSessionClose serves POST /v1/sessions/{sid}/close and DELETE.
 func (h *sessionHandlers) handleSessionClose(w http.ResponseWriter, r *http.Request) {
 	sid := chi.URLParam(r, "sid")
 	if err := h.sessions.CloseSession(r.Context(), sid); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"type": "session_closed", "session_id": sid})
+	jsonhttp.WriteJSON(w, http.StatusOK, map[string]any{"type": "session_closed", "session_id": sid})
 }
 
 // handleSessionList serves GET /v1/sessions?limit=&before= (agent key): a
@@ -57,20 +58,20 @@ func (h *sessionHandlers) handleSessionList(w http.ResponseWriter, r *http.Reque
 	q := r.URL.Query()
 	limit, err := pageLimit(q.Get("limit"))
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	before, err := beforeCursor(q.Get("before"), "session")
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	list, err := h.sessions.ListSessions(r.Context(), toolgate.SessionQuery{Before: before, Limit: limit})
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, list)
+	jsonhttp.WriteJSON(w, http.StatusOK, list)
 }
 
 // pageLimit reads a list's limit parameter: 0 when absent, else a

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // streamHandler serves a session's event stream.
@@ -43,7 +44,7 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if resume != "" {
 		n, err := strconv.ParseInt(resume, 10, 64)
 		if err != nil {
-			WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "Last-Event-ID must be an event id from this session's stream, not %q", resume))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "Last-Event-ID must be an event id from this session's stream, not %q", resume))
 			return
 		}
 		cursor = n
@@ -51,15 +52,15 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	heartbeat, err := s.heartbeat.parse(q.Get("heartbeat_ms"), q.Has("heartbeat_ms"))
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	stream := &eventStream{feed: newFeed(s.delivery, 1), head: appendReady(nil, sid, s.retry, heartbeat)}
 	m := &member{sid: sid}
 	hub := hubFor(w, r, s.hub)
 	var hs *hubStream
-	var l Listener
-	via := Via{Transport: TransportStream, Heartbeat: heartbeat}
+	var l toolgate.Listener
+	via := toolgate.Via{Transport: toolgate.TransportStream, Heartbeat: heartbeat}
 	// Listen before the first read, so that nothing appended in between is missed.
 	if hub != nil {
 		hs = hub.newStream(stream, heartbeat)
@@ -68,7 +69,7 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 		l, err = s.delivery.Listen(sid, via)
 	}
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	m.l = l
@@ -80,7 +81,7 @@ func (s *streamHandler) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		l.Close()
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	stream.feed.add(m)
@@ -131,7 +132,7 @@ func takeOver(w http.ResponseWriter, r *http.Request, hub *streamHub, hs *hubStr
 	conn, _, err := w.(http.Hijacker).Hijack()
 	if err != nil {
 		hs.stream.end(false)
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	conn = keepShare(r, conn) // its client address's place, behind a proxy

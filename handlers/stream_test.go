@@ -43,13 +43,13 @@ func newOpenStream(open ...toolgate.Event) (*openStream, fakeEngine) {
 	s := &openStream{open: open, listener: newFakeListener()}
 	s.log.add(open...)
 	return s, fakeEngine{Delivery: &fakeDelivery{
-		listen: func(sid string, streaming bool) (handlers.Listener, error) {
+		listen: func(sid string, streaming bool) (toolgate.Listener, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.streaming = &streaming
 			return s.listener, nil
 		},
-		listenFunc: func(sid string, _ bool, notify func()) (handlers.Listener, error) {
+		listenFunc: func(sid string, _ bool, notify func()) (toolgate.Listener, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.notify = notify
@@ -269,7 +269,7 @@ func TestStreamRefused(t *testing.T) {
 			status:  400, body: errorBody(toolgate.EBadRequest, "cursor 99 is past the log")},
 		{name: "a session that cannot be listened to",
 			engine: failing(func(d *fakeDelivery) {
-				d.listenFunc = func(sid string, _ bool, _ func()) (handlers.Listener, error) {
+				d.listenFunc = func(sid string, _ bool, _ func()) (toolgate.Listener, error) {
 					return nil, toolgate.Errorf(toolgate.ENotFound, "session %s is closed", sid)
 				}
 			}),

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 	"github.com/toolgate/toolgate/outputsafety"
 )
 
@@ -22,19 +23,19 @@ type toolHandlers struct {
 func (h *toolHandlers) handleToolsRegister(w http.ResponseWriter, r *http.Request) {
 	var req toolgate.RegisterToolsRequest
 	if err := DecodeJSON(r, &req, false, false); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if req.Tools == nil {
-		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "the body must have a tools array"))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "the body must have a tools array"))
 		return
 	}
 	reply, err := h.tools.RegisterTools(r.Context(), chi.URLParam(r, "sid"), req)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, reply)
+	jsonhttp.WriteJSON(w, http.StatusOK, reply)
 }
 
 // handleToolDelete serves DELETE /v1/sessions/{sid}/tools/{name}.
@@ -42,14 +43,14 @@ func (h *toolHandlers) handleToolDelete(w http.ResponseWriter, r *http.Request) 
 	sid, name := chi.URLParam(r, "sid"), chi.URLParam(r, "name")
 	// A name no registration can have names no tool: not looked for.
 	if !toolgate.ToolNamePattern.MatchString(name) {
-		WriteError(w, r, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", sid, name))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EToolNotFound, "session %s has no tool %q", sid, name))
 		return
 	}
 	if err := h.tools.RemoveTool(r.Context(), sid, name); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"type": "tool_removed", "name": name})
+	jsonhttp.WriteJSON(w, http.StatusOK, map[string]any{"type": "tool_removed", "name": name})
 }
 
 // handleToolsList serves GET /api/tools?session_id=&limit=&after=
@@ -64,27 +65,27 @@ func (h *toolHandlers) handleToolsList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, err := pageLimit(q.Get("limit"))
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	descriptions := q.Get("descriptions")
 	if descriptions != "" && descriptions != "screened" && descriptions != "registered" {
-		WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "descriptions must be screened (the default) or registered"))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EBadRequest, "descriptions must be screened (the default) or registered"))
 		return
 	}
 	query := toolgate.ToolQuery{SessionID: q.Get("session_id"), After: q.Get("after"), Limit: limit}
 	// An unknown session is 404 here; one whose id cannot exist is not read.
 	if err := sessionFilter(query.SessionID, toolgate.ENotFound); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	if err := textParam("after", query.After); err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	list, err := h.tools.ListToolsPage(r.Context(), query)
 	if err != nil {
-		WriteError(w, r, err)
+		jsonhttp.WriteError(w, r, err)
 		return
 	}
 	for i, t := range list.Tools {
@@ -95,5 +96,5 @@ func (h *toolHandlers) handleToolsList(w http.ResponseWriter, r *http.Request) {
 			list.Tools[i] = screened
 		}
 	}
-	WriteJSON(w, http.StatusOK, list)
+	jsonhttp.WriteJSON(w, http.StatusOK, list)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // The call error codes of an imported tool, besides TOOL_OFFLINE (the
@@ -39,22 +38,22 @@ const frameTooLargeText = "exceeded the configured maximum line length"
 // characters.
 const maxErrorMessage = 2000
 
-// Execute implements agentloop.Tool: tools/call on the server, with ctx
+// Execute implements toolgate.Tool: tools/call on the server, with ctx
 // (the engine cancels it when the call is cancelled or times out, and the
 // SDK then sends notifications/cancelled), a progress token whose
-// notifications/progress go on through agentloop.ReportProgress, and the
+// notifications/progress go on through toolgate.ReportProgress, and the
 // result mapped onto the gateway's (resultOutput).
 //
 // Its error passes Options.Redact: it holds what the server answered.
-func (t *tool) Execute(ctx context.Context, args json.RawMessage) (agentloop.Result, error) {
+func (t *tool) Execute(ctx context.Context, args json.RawMessage) (toolgate.Result, error) {
 	res, err := t.execute(ctx, args)
 	return res, t.srv.redactError(err)
 }
 
-func (t *tool) execute(ctx context.Context, args json.RawMessage) (agentloop.Result, error) {
+func (t *tool) execute(ctx context.Context, args json.RawMessage) (toolgate.Result, error) {
 	cs, err := t.srv.currentSession(t.name)
 	if err != nil {
-		return agentloop.Result{}, err
+		return toolgate.Result{}, err
 	}
 	started := time.Now()
 	token, stop := t.srv.progress.open(ctx)
@@ -67,27 +66,27 @@ func (t *tool) execute(ctx context.Context, args json.RawMessage) (agentloop.Res
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		if ctx.Err() != nil {
-			return agentloop.Result{}, ctx.Err()
+			return toolgate.Result{}, ctx.Err()
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && werr.Code == codeMessageTooLarge && bytes.Equal(werr.Data, t.srv.tooLargeMark) {
-			return agentloop.Result{}, toolgate.Errorf(toolgate.EPayloadTooLarge, "the MCP tool's result is over %d bytes as sent by the MCP server %s; the gateway reads at most that of one message, and takes at most %d bytes of JSON as a result",
+			return toolgate.Result{}, toolgate.Errorf(toolgate.EPayloadTooLarge, "the MCP tool's result is over %d bytes as sent by the MCP server %s; the gateway reads at most that of one message, and takes at most %d bytes of JSON as a result",
 				t.srv.messageBound, t.srv.cfg.Name, t.srv.opts.MaxResultBytes).WithDetails(map[string]any{"server": t.srv.cfg.Name})
 		}
 		if answered(err) && errors.As(err, &werr) {
-			return agentloop.Result{}, toolgate.Errorf(CodeMCPError, "the MCP server %s refused the call: %s", t.srv.cfg.Name, cut(werr.Message, maxErrorMessage)).
+			return toolgate.Result{}, toolgate.Errorf(CodeMCPError, "the MCP server %s refused the call: %s", t.srv.cfg.Name, cut(werr.Message, maxErrorMessage)).
 				WithDetails(map[string]any{"server": t.srv.cfg.Name, "mcp_code": werr.Code})
 		}
 		signal(t.srv.check) // the server may be gone: the loop looks now
 		if strings.Contains(err.Error(), frameTooLargeText) {
-			return agentloop.Result{}, toolgate.Errorf(toolgate.EPayloadTooLarge, "the MCP server %s sent a message over %d bytes, the most the stdio transport reads of one (this call's result, or another message sent during it); a line that long cannot be skipped, so the gateway restarts the server",
+			return toolgate.Result{}, toolgate.Errorf(toolgate.EPayloadTooLarge, "the MCP server %s sent a message over %d bytes, the most the stdio transport reads of one (this call's result, or another message sent during it); a line that long cannot be skipped, so the gateway restarts the server",
 				t.srv.cfg.Name, mcp.DefaultMaxLineLength).WithDetails(map[string]any{"server": t.srv.cfg.Name, "restarted": true})
 		}
-		return agentloop.Result{}, toolgate.Errorf(toolgate.EToolOffline, "the MCP server %s could not be reached during the call: %v", t.srv.cfg.Name, err).
+		return toolgate.Result{}, toolgate.Errorf(toolgate.EToolOffline, "the MCP server %s could not be reached during the call: %v", t.srv.cfg.Name, err).
 			WithDetails(map[string]any{"server": t.srv.cfg.Name})
 	}
 	out, err := resultOutput(res, t.srv.opts.MaxResultBytes)
-	return agentloop.Result{Output: out, Duration: time.Since(started)}, err
+	return toolgate.Result{Output: out, Duration: time.Since(started)}, err
 }
 
 // resultOutput maps an MCP tool result onto the gateway's: isError is a

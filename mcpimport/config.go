@@ -1,6 +1,6 @@
 // Package mcpimport makes toolgate an MCP client: it imports the tools of
 // the MCP servers the gateway is started with (--mcp-server NAME=TARGET)
-// into the agent loop's registry, as tool sets (agentloop.ToolSet) whose
+// into the agent loop's registry, as tool sets (toolgate.ToolSet) whose
 // tools are called without a session, stored and shown in the history like
 // every call.
 //

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mcpimport"
 )
@@ -48,7 +47,7 @@ func toolNames(s *mcpimport.Server) []string {
 	return out
 }
 
-func toolNamed(t *testing.T, s *mcpimport.Server, name string) agentloop.Tool {
+func toolNamed(t *testing.T, s *mcpimport.Server, name string) toolgate.Tool {
 	t.Helper()
 	for _, tool := range s.Tools() {
 		if tool.Name() == name {
@@ -124,7 +123,7 @@ func TestHTTPImport(t *testing.T) {
 					t.Errorf("no warning about the tool %s left out in the log:\n%s", skipped, log.String())
 				}
 			}
-			echo := agentloop.Spec(toolNamed(t, s, "files__echo"))
+			echo := toolgate.SpecOf(toolNamed(t, s, "files__echo"))
 			if !echo.ReadOnly || echo.Description != "Echo the text back." {
 				t.Fatalf("echo spec %+v", echo)
 			}
@@ -147,7 +146,7 @@ func TestHTTPImport(t *testing.T) {
 
 			t.Run("progress and cancellation", func(t *testing.T) {
 				reports := make(chan json.RawMessage, 4)
-				ctx, cancel := context.WithCancel(agentloop.WithProgressReporter(context.Background(), func(p json.RawMessage) { reports <- p }))
+				ctx, cancel := context.WithCancel(toolgate.WithProgressReporter(context.Background(), func(p json.RawMessage) { reports <- p }))
 				done := make(chan error, 1)
 				go func() {
 					_, err := toolNamed(t, s, "files__slow").Execute(ctx, json.RawMessage(`{}`))
@@ -183,7 +182,7 @@ func TestHTTPImport(t *testing.T) {
 					t.Fatalf("offline tools %v, want the last list %v", got, testToolNames)
 				}
 				echo := toolNamed(t, s, "files__echo")
-				wantCode(t, echo.(agentloop.Availability).Unavailable(), toolgate.EToolOffline)
+				wantCode(t, echo.(toolgate.Availability).Unavailable(), toolgate.EToolOffline)
 				started := time.Now()
 				_, err := call(t, s, "files__echo", `{"text":"x"}`)
 				if te := wantCode(t, err, toolgate.EToolOffline); !strings.Contains(te.Message, "MCP server files is offline") {
@@ -194,7 +193,7 @@ func TestHTTPImport(t *testing.T) {
 				}
 				h.start()
 				testwait.Until(t, 10*time.Second, "files online again", s.Online)
-				if err := echo.(agentloop.Availability).Unavailable(); err != nil {
+				if err := echo.(toolgate.Availability).Unavailable(); err != nil {
 					t.Fatalf("online again, Unavailable: %v", err)
 				}
 				wantOutput(t, s, "files__echo", `{"text":"back"}`, `"echo: back"`)

@@ -7,8 +7,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate"
 )
 
 // maxProgressMessage bounds the message of a progress report, in
@@ -50,12 +49,12 @@ func (p *progressRoutes) open(ctx context.Context) (token string, stop func()) {
 				// A report that came in just before the result is
 				// passed on before the call ends.
 				if report := relay.take(); report != nil {
-					agentloop.ReportProgress(ctx, report)
+					toolgate.ReportProgress(ctx, report)
 				}
 				return
 			case <-relay.wake:
 				if report := relay.take(); report != nil {
-					agentloop.ReportProgress(ctx, report)
+					toolgate.ReportProgress(ctx, report)
 				}
 			}
 		}

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // Options tune a Server; zero fields take the defaults named.
@@ -89,7 +88,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Server is one imported MCP server: the connection to it, kept by a loop
-// that Start starts and Close stops, and its tools, an agentloop.ToolSet.
+// that Start starts and Close stops, and its tools, an toolgate.ToolSet.
 type Server struct {
 	cfg    Config
 	opts   Options
@@ -118,7 +117,7 @@ type Server struct {
 	ownHTTP *http.Transport
 
 	mu       sync.Mutex
-	tools    []agentloop.Tool   // sorted by name; kept while offline
+	tools    []toolgate.Tool    // sorted by name; kept while offline
 	session  *mcp.ClientSession // nil while offline
 	downWhy  string             // why it is offline, for TOOL_OFFLINE
 	listed   bool               // the tools were listed once
@@ -199,41 +198,41 @@ func (s *Server) Close() error {
 }
 
 var (
-	_ agentloop.ToolSet = (*Server)(nil)
-	_ agentloop.Listing = (*Server)(nil)
+	_ toolgate.ToolSet = (*Server)(nil)
+	_ toolgate.Listing = (*Server)(nil)
 )
 
-// Prefix implements agentloop.ToolSet: "NAME__".
+// Prefix implements toolgate.ToolSet: "NAME__".
 func (s *Server) Prefix() string { return s.cfg.Name + "__" }
 
-// Source implements agentloop.ToolSet: {kind: mcp, server: NAME}.
+// Source implements toolgate.ToolSet: {kind: mcp, server: NAME}.
 func (s *Server) Source() toolgate.ToolSource {
 	return toolgate.ToolSource{Kind: toolgate.SourceMCP, Server: s.cfg.Name}
 }
 
-// Tools implements agentloop.ToolSet: the last list the server gave,
+// Tools implements toolgate.ToolSet: the last list the server gave,
 // sorted by name, also while it is offline.
-func (s *Server) Tools() []agentloop.Tool {
+func (s *Server) Tools() []toolgate.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]agentloop.Tool(nil), s.tools...)
+	return append([]toolgate.Tool(nil), s.tools...)
 }
 
-// Online implements agentloop.ToolSet.
+// Online implements toolgate.ToolSet.
 func (s *Server) Online() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.session != nil
 }
 
-// Watch implements agentloop.ToolSet.
+// Watch implements toolgate.ToolSet.
 func (s *Server) Watch(fn func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchers = append(s.watchers, fn)
 }
 
-// AwaitListing implements agentloop.Listing: it waits until the server's
+// AwaitListing implements toolgate.Listing: it waits until the server's
 // tools are listed, or its first connection attempt failed, or Close, or
 // until ctx ends, and returns nil once they are listed, else the
 // TOOL_OFFLINE error of tool.
@@ -289,7 +288,7 @@ func (s *Server) currentSession(tool string) (*mcp.ClientSession, error) {
 
 // setOnline records a new tool list (and the session it came from) and
 // tells the watchers when anything changed.
-func (s *Server) setOnline(cs *mcp.ClientSession, tools []agentloop.Tool) {
+func (s *Server) setOnline(cs *mcp.ClientSession, tools []toolgate.Tool) {
 	s.mu.Lock()
 	changed := s.session == nil || !sameTools(s.tools, tools)
 	wasOffline := s.session == nil

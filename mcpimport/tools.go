@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // maxToolName is the longest tool name the gateway takes (NAME__tool
@@ -28,32 +27,32 @@ type tool struct {
 }
 
 var (
-	_ agentloop.Tool         = (*tool)(nil)
-	_ agentloop.Availability = (*tool)(nil)
-	_ agentloop.ReadOnlyer   = (*tool)(nil)
+	_ toolgate.Tool         = (*tool)(nil)
+	_ toolgate.Availability = (*tool)(nil)
+	_ toolgate.ReadOnlyer   = (*tool)(nil)
 )
 
-// Name implements agentloop.Tool.
+// Name implements toolgate.Tool.
 func (t *tool) Name() string { return t.name }
 
-// Description implements agentloop.Tool.
+// Description implements toolgate.Tool.
 func (t *tool) Description() string { return t.description }
 
-// Parameters implements agentloop.Tool.
+// Parameters implements toolgate.Tool.
 func (t *tool) Parameters() json.RawMessage { return t.parameters }
 
-// ReadOnly implements agentloop.ReadOnlyer: the server's readOnlyHint.
+// ReadOnly implements toolgate.ReadOnlyer: the server's readOnlyHint.
 func (t *tool) ReadOnly() bool { return t.readOnly }
 
-// Unavailable implements agentloop.Availability: TOOL_OFFLINE while the
+// Unavailable implements toolgate.Availability: TOOL_OFFLINE while the
 // server is down.
 func (t *tool) Unavailable() error { return t.srv.offlineError(t.name) }
 
 // convertTools turns the server's list into the gateway's tools, sorted
 // by name, leaving out those the gateway cannot take, with a warning the
 // first time (not at every listing).
-func (s *Server) convertTools(listed []*mcp.Tool) []agentloop.Tool {
-	out := make([]agentloop.Tool, 0, len(listed))
+func (s *Server) convertTools(listed []*mcp.Tool) []toolgate.Tool {
+	out := make([]toolgate.Tool, 0, len(listed))
 	taken := map[string]string{} // gateway name -> remote name
 	warned := s.leftOut
 	s.leftOut = map[string]string{}
@@ -75,7 +74,7 @@ func (s *Server) convertTools(listed []*mcp.Tool) []agentloop.Tool {
 		taken[t.name] = mt.Name
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b agentloop.Tool) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(out, func(a, b toolgate.Tool) int { return strings.Compare(a.Name(), b.Name()) })
 	return out
 }
 
@@ -115,7 +114,7 @@ func (s *Server) convertTool(mt *mcp.Tool) (*tool, error) {
 	if mt.Annotations != nil {
 		t.readOnly = mt.Annotations.ReadOnlyHint
 	}
-	if err := toolgate.CheckToolSpec(agentloop.Spec(t), toolgate.ToolSpecChecks{}); err != nil {
+	if err := toolgate.CheckToolSpec(toolgate.SpecOf(t), toolgate.ToolSpecChecks{}); err != nil {
 		return nil, fmt.Errorf("the gateway refuses it: %s", toolgate.ErrorMessage(err))
 	}
 	return t, nil
@@ -133,7 +132,7 @@ func gatewayToolName(remote string) string {
 }
 
 // sameTools reports whether two lists describe the same tools.
-func sameTools(a, b []agentloop.Tool) bool {
+func sameTools(a, b []toolgate.Tool) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 	"github.com/toolgate/toolgate/outputsafety"
 )
 
@@ -48,7 +48,7 @@ const retryAfterSeconds = 30
 // unavailable writes a 503 with Retry-After and the protocol's error body.
 func unavailable(w http.ResponseWriter, code, message string) {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-	handlers.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": code, "message": message}})
+	jsonhttp.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": code, "message": message}})
 }
 
 // Endpoint is the MCP server side of the gateway: the SDK servers of /mcp
@@ -177,7 +177,7 @@ func (e *Endpoint) newRoute(instructions string) *route {
 // Mount adds /mcp and /mcp/sessions/{sid} (every method) to r. Their
 // requests wait for Start's first listing (or Close): call Start before
 // serving.
-func (e *Endpoint) Mount(r handlers.Router) {
+func (e *Endpoint) Mount(r chi.Router) {
 	r.Handle("/mcp", e.guard(http.HandlerFunc(e.serveGateway)))
 	r.Handle("/mcp/sessions/{sid}", e.guard(http.HandlerFunc(e.serveSession)))
 }
@@ -261,7 +261,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
 		rt = e.sessionRoute(r.Context(), sid)
 	}
 	if rt == nil {
-		handlers.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid))
+		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid))
 		return
 	}
 	e.serveRoute(rt, w, r)

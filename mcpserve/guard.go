@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // originPolicy decides which browser origins may use the endpoint: a
@@ -66,18 +66,18 @@ func (p *originPolicy) allows(r *http.Request) bool {
 func (e *Endpoint) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !e.origins.allows(r) {
-			handlers.WriteError(w, r, toolgate.Errorf(toolgate.EPermissionDenied,
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EPermissionDenied,
 				"the origin %q may not use this gateway's MCP endpoint; its operator can add it to --allowed-origins (TOOLGATE_ALLOWED_ORIGINS)", r.Header.Get("Origin")))
 			return
 		}
-		secret := handlers.Bearer(r, false)
+		secret := jsonhttp.Bearer(r, false)
 		if secret == "" || !e.engine.IsAgentKey(secret) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 			msg := "invalid agent key"
 			if secret == "" {
 				msg = "the agent key is required (Authorization: Bearer <agent key>)"
 			}
-			handlers.WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "%s", msg))
+			jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.EUnauthenticated, "%s", msg))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 )
 
 // codeInvalidRequest is JSON-RPC's error code of a message that is not a
@@ -34,7 +34,7 @@ func strictBody(w http.ResponseWriter, r *http.Request, limit int64) bool {
 		return true
 	}
 	// The id is null: which of the request's ids (if two) is not known.
-	handlers.WriteJSON(w, http.StatusBadRequest, map[string]any{
+	jsonhttp.WriteJSON(w, http.StatusBadRequest, map[string]any{
 		"jsonrpc": "2.0",
 		"id":      nil,
 		"error":   map[string]any{"code": codeInvalidRequest, "message": "the body " + err.Error()},

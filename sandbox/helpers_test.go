@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -74,7 +73,7 @@ func openSet(t *testing.T, configure func(*sandbox.Options), install func(dir st
 }
 
 // tool returns the listed tool of that name, failing t without it.
-func (s *testSet) tool(t *testing.T, name string) agentloop.Tool {
+func (s *testSet) tool(t *testing.T, name string) toolgate.Tool {
 	t.Helper()
 	for _, tool := range s.Tools() {
 		if tool.Name() == name {

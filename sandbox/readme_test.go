@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate"
 )
 
 // readmeBlock returns the fenced block of lang that follows the README's
@@ -50,7 +50,7 @@ func TestReadmeExample(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(set.dir, "shout.json"), readmeBlock(t, "sandbox spec", "json"))
 	set.Scan()
-	if spec := agentloop.Spec(set.tool(t, "shout")); spec.TimeoutMS != 5000 || !spec.ReadOnly {
+	if spec := toolgate.SpecOf(set.tool(t, "shout")); spec.TimeoutMS != 5000 || !spec.ReadOnly {
 		t.Fatalf("the README's shout.json gives %+v", spec)
 	}
 	out, err := set.call(t, "shout", `{"text": "hi"}`, 10*time.Second)

@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolgate/toolgate"
 	"golang.org/x/sync/semaphore"
-
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // StackReserveMB is what a call is counted beside its memory limit for
@@ -32,14 +31,14 @@ func weightMB(memoryLimitMB int64) int64 { return memoryLimitMB + StackReserveMB
 const freeAfterAllocBytes = 32 << 20
 
 // room is the bounds of the calls running at once, and their fair
-// shares. The agent key's calls (no agentloop.CallerSession) take a slot
+// shares. The agent key's calls (no toolgate.CallerSession) take a slot
 // and their memory from the whole; the calls of the runs a session's
 // token started take them first from the sessions' share, which leaves
 // the agent key a quarter of the slots (at least one) and of the memory
 // budget, and one session at most half the sessions' share of slots, so
 // neither one session nor all of them together can make the agent key's
 // calls wait behind theirs. The sessions whose runs came from one client
-// address (agentloop.CallerAddress) hold together at most half the
+// address (toolgate.CallerAddress) hold together at most half the
 // sessions' share too: sessions are cheap to create, so a share per
 // session alone would let one address take every session slot.
 type room struct {
@@ -81,8 +80,8 @@ func newRoom(maxConcurrent int, budgetMB int64, freer *memoryFreer) *room {
 }
 
 // wait takes a slot and weight MiB of memory for a call, from the shares
-// of the session it runs for (agentloop.CallerSession) and of that
-// session's client address (agentloop.CallerAddress) first, waiting
+// of the session it runs for (toolgate.CallerSession) and of that
+// session's client address (toolgate.CallerAddress) first, waiting
 // within ctx; release gives them back.
 func (r *room) wait(ctx context.Context, weight int64) (release func(), err error) {
 	var undo []func()
@@ -91,7 +90,7 @@ func (r *room) wait(ctx context.Context, weight int64) (release func(), err erro
 			undo[i]()
 		}
 	}
-	if sid := agentloop.CallerSession(ctx); sid != "" {
+	if sid := toolgate.CallerSession(ctx); sid != "" {
 		own := r.join(r.bySession, sid)
 		undo = append(undo, func() { r.leave(r.bySession, sid) })
 		type step struct {
@@ -99,7 +98,7 @@ func (r *room) wait(ctx context.Context, weight int64) (release func(), err erro
 			back func()
 		}
 		steps := []step{{func() error { return take(ctx, own.slots) }, func() { <-own.slots }}}
-		if addr := agentloop.CallerAddress(ctx); addr != "" {
+		if addr := toolgate.CallerAddress(ctx); addr != "" {
 			from := r.join(r.byAddress, addr)
 			undo = append(undo, func() { r.leave(r.byAddress, addr) })
 			steps = append(steps, step{func() error { return take(ctx, from.slots) }, func() { <-from.slots }})

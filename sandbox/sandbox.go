@@ -58,7 +58,6 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // Defaults of Options.
@@ -116,7 +115,7 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// ToolSet is the tools of a sandbox directory, an agentloop.ToolSet
+// ToolSet is the tools of a sandbox directory, an toolgate.ToolSet
 // without a name prefix.
 type ToolSet struct {
 	opts       Options
@@ -133,7 +132,7 @@ type ToolSet struct {
 
 	mu       sync.Mutex
 	modules  map[string]*module // listed, by name
-	tools    []agentloop.Tool   // the listed ones' tools, sorted by name
+	tools    []toolgate.Tool    // the listed ones' tools, sorted by name
 	watchers []func()
 	closed   bool
 }
@@ -233,25 +232,25 @@ func (s *ToolSet) watch() {
 	}
 }
 
-// Prefix implements agentloop.ToolSet: none, each tool claims its name.
+// Prefix implements toolgate.ToolSet: none, each tool claims its name.
 func (s *ToolSet) Prefix() string { return "" }
 
-// Source implements agentloop.ToolSet.
+// Source implements toolgate.ToolSet.
 func (s *ToolSet) Source() toolgate.ToolSource {
 	return toolgate.ToolSource{Kind: toolgate.SourceSandbox}
 }
 
-// Online implements agentloop.ToolSet: the tools run in this process.
+// Online implements toolgate.ToolSet: the tools run in this process.
 func (s *ToolSet) Online() bool { return true }
 
-// Tools implements agentloop.ToolSet.
-func (s *ToolSet) Tools() []agentloop.Tool {
+// Tools implements toolgate.ToolSet.
+func (s *ToolSet) Tools() []toolgate.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.tools)
 }
 
-// Watch implements agentloop.ToolSet.
+// Watch implements toolgate.ToolSet.
 func (s *ToolSet) Watch(fn func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

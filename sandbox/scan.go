@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // fingerprint tells whether a tool's files changed: the name, size and
@@ -224,10 +223,10 @@ func (s *ToolSet) drop(name, why string) {
 func (s *ToolSet) rebuildTools() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tools := make([]agentloop.Tool, 0, len(s.modules))
+	tools := make([]toolgate.Tool, 0, len(s.modules))
 	for _, m := range s.modules {
 		tools = append(tools, &Tool{set: s, name: m.name, config: m.config})
 	}
-	slices.SortFunc(tools, func(a, b agentloop.Tool) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(tools, func(a, b toolgate.Tool) int { return strings.Compare(a.Name(), b.Name()) })
 	s.tools = tools
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -43,7 +42,7 @@ func TestToolsComeAndGo(t *testing.T) {
 	writeFile(t, filepath.Join(set.dir, "echo.json"), `{"description": "shouts", "timeout_ms": 2500, "read_only": true}`)
 	set.Scan()
 	tool := set.tool(t, "echo")
-	if spec := agentloop.Spec(tool); spec.Description != "shouts" || spec.TimeoutMS != 2500 || !spec.ReadOnly {
+	if spec := toolgate.SpecOf(tool); spec.Description != "shouts" || spec.TimeoutMS != 2500 || !spec.ReadOnly {
 		t.Fatalf("after changing echo.json: %+v", spec)
 	}
 

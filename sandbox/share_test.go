@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
 
 // TestSessionsShareTheRoom: the calls of runs that sessions' tokens
-// started (agentloop.CallerSession in their context, as the engine sets
+// started (toolgate.CallerSession in their context, as the engine sets
 // it) have a share of the calls running at once: one session holds at
 // most half of it, all sessions together three quarters of the slots,
 // so a session spinning many calls neither starves another session nor
@@ -32,14 +32,14 @@ func TestSessionsShareTheRoom(t *testing.T) {
 	defer stop()
 	spinFor := func(sid string, n int) {
 		for range n {
-			wg.Go(func() { loop.Execute(agentloop.WithCallerSession(spin, sid), json.RawMessage(`{}`)) })
+			wg.Go(func() { loop.Execute(toolgate.WithCallerSession(spin, sid), json.RawMessage(`{}`)) })
 		}
 	}
 	callAs := func(sid string, timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if sid != "" {
-			ctx = agentloop.WithCallerSession(ctx, sid)
+			ctx = toolgate.WithCallerSession(ctx, sid)
 		}
 		_, err := echo.Execute(ctx, json.RawMessage(`{"text": "hi"}`))
 		return err
@@ -68,7 +68,7 @@ func TestSessionsShareTheRoom(t *testing.T) {
 }
 
 // TestAddressesShareTheRoom: the sessions of one client address
-// (agentloop.CallerAddress) hold together at most one session's share of
+// (toolgate.CallerAddress) hold together at most one session's share of
 // slots, so many cheap sessions from one address spinning calls cannot
 // starve a session from another address.
 func TestAddressesShareTheRoom(t *testing.T) {
@@ -82,7 +82,7 @@ func TestAddressesShareTheRoom(t *testing.T) {
 	defer wg.Wait()
 	defer stop()
 	as := func(ctx context.Context, sid, addr string) context.Context {
-		return agentloop.WithCallerAddress(agentloop.WithCallerSession(ctx, sid), addr)
+		return toolgate.WithCallerAddress(toolgate.WithCallerSession(ctx, sid), addr)
 	}
 	// Three sessions of one address, two spinning calls each.
 	for _, sid := range []string{"a1", "a2", "a3"} {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 )
 
 // TestRunWithRemoteTools drives a run against the fake model with a real
@@ -258,7 +257,7 @@ func TestHookDeniesCall(t *testing.T) {
 	m := startFakeModel(t, toolThenAnswer(callTool("c1", "echo", `{"text":"the secret plan"}`)))
 	g := modelGateway(t, m, nil)
 	hooks := g.Server.Engine.Hooks()
-	hooks.OnBeforeCall(func(_ context.Context, c agentloop.CallCheck) error {
+	hooks.OnBeforeCall(func(_ context.Context, c toolgate.CallCheck) error {
 		if strings.Contains(string(c.Args), "secret") {
 			return errors.New("secrets stay on the server")
 		}

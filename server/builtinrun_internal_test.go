@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/agentloop"
 	"github.com/toolgate/toolgate/internal/testwait"
 )
 
@@ -37,7 +36,7 @@ func (s *testToolSet) Prefix() string { return s.name + "__" }
 func (s *testToolSet) Source() toolgate.ToolSource {
 	return toolgate.ToolSource{Kind: toolgate.SourceMCP, Server: s.name}
 }
-func (s *testToolSet) Tools() []agentloop.Tool { return []agentloop.Tool{&testSetTool{set: s}} }
+func (s *testToolSet) Tools() []toolgate.Tool { return []toolgate.Tool{&testSetTool{set: s}} }
 func (s *testToolSet) Online() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,16 +72,16 @@ func (t *testSetTool) Unavailable() error {
 	}
 	return toolgate.Errorf(toolgate.EToolOffline, "the MCP server %s is not connected", t.set.name)
 }
-func (t *testSetTool) Execute(ctx context.Context, args json.RawMessage) (agentloop.Result, error) {
+func (t *testSetTool) Execute(ctx context.Context, args json.RawMessage) (toolgate.Result, error) {
 	t.set.started <- struct{}{}
-	agentloop.ReportProgress(ctx, json.RawMessage(`{"step":1,"of":2}`))
+	toolgate.ReportProgress(ctx, json.RawMessage(`{"step":1,"of":2}`))
 	select {
 	case <-t.set.release:
 		t.set.finished <- nil
-		return agentloop.Result{Output: json.RawMessage(`"done"`)}, nil
+		return toolgate.Result{Output: json.RawMessage(`"done"`)}, nil
 	case <-ctx.Done():
 		t.set.finished <- ctx.Err()
-		return agentloop.Result{}, ctx.Err()
+		return toolgate.Result{}, ctx.Err()
 	}
 }
 
@@ -122,7 +121,7 @@ func TestToolSetCallIsStoredReportsProgressAndCompletes(t *testing.T) {
 	e := srv.Engine
 	ctx := context.Background()
 	var seen toolgate.ToolSource
-	e.Hooks().OnBeforeCall(func(_ context.Context, c agentloop.CallCheck) error {
+	e.Hooks().OnBeforeCall(func(_ context.Context, c toolgate.CallCheck) error {
 		seen = c.Source
 		return nil
 	})

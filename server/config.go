@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/clientaddr"
 	"github.com/toolgate/toolgate/mcpimport"
 )
 
@@ -367,7 +368,7 @@ func (c Config) connectionsPerAddress(limit int) int {
 // sessionLimit is the handlers' limit of sessions per client address.
 // The trusted proxies were checked by Validate.
 func (c Config) sessionLimit() handlers.SessionLimit {
-	trusted, _ := handlers.ParseTrustedProxies(c.TrustedProxies)
+	trusted, _ := clientaddr.ParseTrustedProxies(c.TrustedProxies)
 	return handlers.SessionLimit{PerSecond: c.SessionRate, Burst: c.SessionBurst, TrustedProxies: trusted}
 }
 
@@ -375,7 +376,7 @@ func (c Config) sessionLimit() handlers.SessionLimit {
 // may start with session tokens. The trusted proxies were checked by
 // Validate.
 func (c Config) runStartLimit() handlers.AddressLimit {
-	trusted, _ := handlers.ParseTrustedProxies(c.TrustedProxies)
+	trusted, _ := clientaddr.ParseTrustedProxies(c.TrustedProxies)
 	return handlers.AddressLimit{PerSecond: c.AddressRunRate, Burst: c.AddressRunBurst, TrustedProxies: trusted}
 }
 
@@ -428,7 +429,7 @@ func (c Config) Validate() error {
 	if c.MaxMetadataBytes < 2 {
 		errs = append(errs, fmt.Errorf("max metadata bytes %d is below 2 (the size of {})", c.MaxMetadataBytes))
 	}
-	if _, err := handlers.ParseTrustedProxies(c.TrustedProxies); err != nil {
+	if _, err := clientaddr.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("trusted proxies: %v (give CIDR prefixes such as 10.0.0.0/8, or addresses)", err))
 	}
 	if math.IsNaN(c.SessionRate) || math.IsNaN(c.RunRate) || math.IsNaN(c.AddressRunRate) {

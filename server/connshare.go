@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/clientaddr"
 )
 
 // One client address (an IPv6 address's /64) holds at most its share of
@@ -48,11 +48,11 @@ func (l *sharedListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		addr, ok := handlers.ParseAddress(c.RemoteAddr().String())
-		if !ok || handlers.IsTrustedProxy(addr, l.trusted) {
+		addr, ok := clientaddr.ParseAddress(c.RemoteAddr().String())
+		if !ok || clientaddr.IsTrustedProxy(addr, l.trusted) {
 			return c, nil
 		}
-		key := handlers.AddressKey(addr)
+		key := clientaddr.AddressKey(addr)
 		l.mu.Lock()
 		if l.open[key] >= l.limit {
 			l.mu.Unlock()

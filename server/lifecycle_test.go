@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testwait"
 )
 
@@ -98,7 +98,7 @@ func TestCallRacingSessionClose(t *testing.T) {
 	g.register(s, echoTool)
 	eng := g.Server.Engine
 	var once sync.Once
-	eng.Hooks().OnBeforeCall(func(ctx context.Context, c agentloop.CallCheck) error {
+	eng.Hooks().OnBeforeCall(func(ctx context.Context, c toolgate.CallCheck) error {
 		once.Do(func() {
 			// Runs after the session check and before the call is stored.
 			if err := eng.CloseSession(ctx, s.ID); err != nil {

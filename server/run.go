@@ -13,6 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/agenthost"
 	"github.com/toolgate/toolgate/handlers"
+	"github.com/toolgate/toolgate/internal/clientaddr"
+	"github.com/toolgate/toolgate/internal/jsonhttp"
 	"github.com/toolgate/toolgate/mcpserve"
 	"github.com/toolgate/toolgate/store"
 )
@@ -128,7 +130,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		// streams and held polls live long once their request is read.
 		ReadHeaderTimeout: cfg.BodyReadTimeout,
 		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return handlers.WithLogger(baseCtx, log) },
+		BaseContext:       func(net.Listener) context.Context { return jsonhttp.WithLogger(baseCtx, log) },
 		// With a certificate, Serve serves TLS and net/http negotiates
 		// HTTP/2 or HTTP/1.1 with each client (TLSNextProto and Protocols
 		// are left unset, which keeps HTTP/2 on).
@@ -165,7 +167,7 @@ func (s *Server) Listen() error {
 	limit := connectionLimit(s.Config.MaxConnections)
 	share := s.Config.connectionsPerAddress(limit)
 	s.log.Info("connection limit", "max_connections", limit, "max_connections_per_address", share)
-	trusted, _ := handlers.ParseTrustedProxies(s.Config.TrustedProxies) // checked by Validate
+	trusted, _ := clientaddr.ParseTrustedProxies(s.Config.TrustedProxies) // checked by Validate
 	s.listener = limitConnections(shareConnections(ln, share, trusted, s.log), limit, s.log)
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/handlers"
 	"github.com/toolgate/toolgate/internal/testwait"
 )
 
@@ -82,7 +81,7 @@ func TestWatchToolsTellsEveryChangeOfASessionsTools(t *testing.T) {
 	if got := changes.take(); len(got) != 0 {
 		t.Fatalf("a second sweep past grace told %v again", got)
 	}
-	l, err := e.Listen(sid, handlers.Via{Transport: handlers.TransportStream, Heartbeat: time.Second})
+	l, err := e.Listen(sid, toolgate.Via{Transport: toolgate.TransportStream, Heartbeat: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +153,7 @@ func TestToolsLeaveWhenGraceRunsOutNotAtTheNextSweep(t *testing.T) {
 	sid := newSessionWithTool(t, e, toolgate.ToolSpec{Name: "lamp", Description: "a lamp"})
 	changes := &toolChanges{}
 	e.WatchTools(changes.add)
-	l, err := e.Listen(sid, handlers.Via{Transport: handlers.TransportStream, Heartbeat: time.Second})
+	l, err := e.Listen(sid, toolgate.Via{Transport: toolgate.TransportStream, Heartbeat: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,15 +25,6 @@ const engineModule = "github.com/toolgate/toolgate"
 // the root package (the shared types and interfaces) and the store.
 var engineMayImport = []string{engineModule, engineModule + "/store"}
 
-// engineTemporaryImports are imports of the engine that are on their way
-// out, with the names that still hold them: the shared interfaces are
-// moving to the root package. TEMPORARY: remove each entry once those
-// names live in the root package.
-var engineTemporaryImports = map[string]string{
-	engineModule + "/agentloop": "agentloop.Hooks, agentloop.CallCheck (moving to the root package)",
-	engineModule + "/handlers":  "handlers.Listener and its Via, EndReplaced (moving to the root package)",
-}
-
 // engineMaxMethods is the most methods one type may declare.
 const engineMaxMethods = 45
 
@@ -91,7 +82,7 @@ func engineImportProblems(pkgs []enginePackage) []string {
 			if imp != engineModule && !strings.HasPrefix(imp, engineModule+"/") {
 				continue // the standard library, or another module
 			}
-			if slices.Contains(engineMayImport, imp) || engineTemporaryImports[imp] != "" {
+			if slices.Contains(engineMayImport, imp) {
 				continue
 			}
 			problems = append(problems, fmt.Sprintf("%s imports %s: the engine imports only the root package and the store", p.ImportPath, imp))

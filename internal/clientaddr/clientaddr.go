@@ -1,4 +1,10 @@
-package handlers
+// Package clientaddr reads the address of the client a request comes
+// from, through the trusted proxies (X-Forwarded-For), and the key a
+// client address is limited by. The HTTP layer limits requests with it;
+// the process reads the list of trusted proxies (--trusted-proxies) and
+// shares connections per address with it, without importing the HTTP
+// layer.
+package clientaddr
 
 import (
 	"net"
@@ -7,7 +13,7 @@ import (
 	"strings"
 )
 
-// clientAddr returns the address of the client a request comes from: the
+// FromRequest returns the address of the client a request comes from: the
 // TCP peer, unless the peer is one of the trusted proxies; then the
 // rightmost X-Forwarded-For entry that is not itself a trusted proxy
 // (each proxy appends the address it was reached from, so the entries
@@ -16,9 +22,9 @@ import (
 // header names no such entry (absent, garbled, or every entry a trusted
 // proxy), it is the last trusted proxy walked past. ok is false when the
 // peer address cannot be read (not an IP: a Unix socket, a test).
-func clientAddr(r *http.Request, trusted []netip.Prefix) (addr netip.Addr, ok bool) {
-	peer, ok := parseHostAddr(r.RemoteAddr)
-	if !ok || !isTrusted(peer, trusted) {
+func FromRequest(r *http.Request, trusted []netip.Prefix) (addr netip.Addr, ok bool) {
+	peer, ok := ParseAddress(r.RemoteAddr)
+	if !ok || !IsTrustedProxy(peer, trusted) {
 		return peer, ok
 	}
 	addr = peer
@@ -26,11 +32,11 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) (addr netip.Addr, ok bo
 	for i := len(forwarded) - 1; i >= 0; i-- {
 		entries := strings.Split(forwarded[i], ",")
 		for j := len(entries) - 1; j >= 0; j-- {
-			hop, ok := parseHostAddr(strings.TrimSpace(entries[j]))
+			hop, ok := ParseAddress(strings.TrimSpace(entries[j]))
 			if !ok {
 				return addr, true // what is left of a garbled entry was not written by a trusted proxy
 			}
-			if !isTrusted(hop, trusted) {
+			if !IsTrustedProxy(hop, trusted) {
 				return hop, true
 			}
 			addr = hop
@@ -39,11 +45,12 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) (addr netip.Addr, ok bo
 	return addr, true
 }
 
-// parseHostAddr reads an IP address, with or without a port ("1.2.3.4",
-// "1.2.3.4:5", "::1", "[::1]:5"); an IPv4 address written as IPv6
+// ParseAddress reads an IP address, with or without a port ("1.2.3.4",
+// "1.2.3.4:5", "::1", "[::1]:5"; net.Conn.RemoteAddr().String()) as the
+// limits read it; an IPv4 address written as IPv6
 // ("::ffff:1.2.3.4") is the IPv4 address, and an IPv6 zone is dropped
 // (a zoned address never matches a prefix).
-func parseHostAddr(s string) (netip.Addr, bool) {
+func ParseAddress(s string) (netip.Addr, bool) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		return ap.Addr().Unmap().WithZone(""), true
 	}
@@ -57,7 +64,8 @@ func parseHostAddr(s string) (netip.Addr, bool) {
 	return a.Unmap().WithZone(""), true
 }
 
-func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+// IsTrustedProxy reports whether a is one of the trusted proxies.
+func IsTrustedProxy(a netip.Addr, trusted []netip.Prefix) bool {
 	for _, p := range trusted {
 		if p.Contains(a) {
 			return true
@@ -97,22 +105,10 @@ func ParseTrustedProxies(list []string) ([]netip.Prefix, error) {
 }
 
 // AddressKey is the key a client address is limited by: an IPv4 address
-// itself, an IPv6 address's /64 (the listener's share of connections per
-// address uses it too).
-func AddressKey(a netip.Addr) string { return addrKey(a) }
-
-// IsTrustedProxy reports whether a is one of the trusted proxies.
-func IsTrustedProxy(a netip.Addr, trusted []netip.Prefix) bool { return isTrusted(a, trusted) }
-
-// ParseAddress reads a peer address (net.Conn.RemoteAddr().String(), with
-// or without a port) as the limits read it: an IPv4 address written as
-// IPv6 is the IPv4 address, an IPv6 zone is dropped.
-func ParseAddress(s string) (netip.Addr, bool) { return parseHostAddr(s) }
-
-// addrKey is the key a client address is limited by: an IPv4 address
 // itself, an IPv6 address's /64 (one host, or one home, is given a whole
-// /64 and can pick any address in it).
-func addrKey(a netip.Addr) string {
+// /64 and can pick any address in it; the listener's share of
+// connections per address uses it too).
+func AddressKey(a netip.Addr) string {
 	if a.Is6() {
 		p, _ := a.Prefix(64)
 		return p.String()

@@ -1,4 +1,4 @@
-package agentloop
+package toolgate
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"errors"
 	"regexp"
 	"sync"
-
-	"github.com/toolgate/toolgate"
 )
 
 // CallCheck is what a before-call hook is shown of a call about to be
@@ -17,7 +15,7 @@ type CallCheck struct {
 	SessionID string // empty for a built-in tool
 	Tool      string
 	Args      json.RawMessage
-	Source    toolgate.ToolSource
+	Source    ToolSource
 }
 
 // BeforeCall is a hook run before a call is stored. A non-nil error denies
@@ -26,7 +24,7 @@ type BeforeCall func(ctx context.Context, c CallCheck) error
 
 // BeforeRegister is a rule run for each tool a client registers. A non-nil
 // error rejects that tool with the error's message.
-type BeforeRegister func(sessionID string, spec toolgate.ToolSpec) error
+type BeforeRegister func(sessionID string, spec ToolSpec) error
 
 // Hooks is the chain of before-call hooks and registration rules. The
 // gateway adds its own (the tool-name policy); an embedder adds more with
@@ -52,9 +50,9 @@ func (h *Hooks) OnBeforeRegister(fn BeforeRegister) {
 	h.registry = append(h.registry, fn)
 }
 
-// CheckCall runs the before-call hooks. A denial comes back as a
-// *toolgate.Error: the hook's own when it returned one, else
-// PERMISSION_DENIED with the hook's reason.
+// CheckCall runs the before-call hooks. A denial comes back as a *Error:
+// the hook's own when it returned one, else PERMISSION_DENIED with the
+// hook's reason.
 func (h *Hooks) CheckCall(ctx context.Context, c CallCheck) error {
 	h.mu.RLock()
 	hooks := h.calls
@@ -68,7 +66,7 @@ func (h *Hooks) CheckCall(ctx context.Context, c CallCheck) error {
 }
 
 // CheckRegistration runs the registration rules for one tool.
-func (h *Hooks) CheckRegistration(sessionID string, spec toolgate.ToolSpec) error {
+func (h *Hooks) CheckRegistration(sessionID string, spec ToolSpec) error {
 	h.mu.RLock()
 	rules := h.registry
 	h.mu.RUnlock()
@@ -80,20 +78,22 @@ func (h *Hooks) CheckRegistration(sessionID string, spec toolgate.ToolSpec) erro
 	return nil
 }
 
-func denial(err error, prefix string) *toolgate.Error {
-	var te *toolgate.Error
+// denial is a hook's error as the caller is given it: its own *Error, or
+// PERMISSION_DENIED with prefix and its message.
+func denial(err error, prefix string) *Error {
+	var te *Error
 	if errors.As(err, &te) {
 		return te
 	}
-	return toolgate.Errorf(toolgate.EPermissionDenied, "%s%s", prefix, err.Error())
+	return Errorf(EPermissionDenied, "%s%s", prefix, err.Error())
 }
 
 // ToolNamePolicy is the registration rule behind --tool-name-pattern: every
 // registered tool name must also match re.
 func ToolNamePolicy(re *regexp.Regexp) BeforeRegister {
-	return func(_ string, spec toolgate.ToolSpec) error {
+	return func(_ string, spec ToolSpec) error {
 		if !re.MatchString(spec.Name) {
-			return toolgate.Errorf(toolgate.EPermissionDenied, "name is not allowed by this gateway's tool-name policy %s", re)
+			return Errorf(EPermissionDenied, "name is not allowed by this gateway's tool-name policy %s", re)
 		}
 		return nil
 	}

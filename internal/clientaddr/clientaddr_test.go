@@ -1,4 +1,4 @@
-package handlers
+package clientaddr
 
 import (
 	"net/http/httptest"
@@ -35,7 +35,7 @@ func TestClientAddr(t *testing.T) {
 		for _, v := range tc.xff {
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		got, ok := clientAddr(r, trusted)
+		got, ok := FromRequest(r, trusted)
 		if !ok || got.String() != tc.want {
 			t.Errorf("%s: %v %v, want %s", tc.name, got, ok, tc.want)
 		}
@@ -43,7 +43,7 @@ func TestClientAddr(t *testing.T) {
 
 	r := httptest.NewRequest("POST", "/v1/sessions", nil)
 	r.RemoteAddr = "@"
-	if _, ok := clientAddr(r, trusted); ok {
+	if _, ok := FromRequest(r, trusted); ok {
 		t.Error("a peer that is not an IP address was read as one")
 	}
 }
@@ -61,8 +61,8 @@ func TestAddrKey(t *testing.T) {
 	} {
 		r := httptest.NewRequest("POST", "/", nil)
 		r.RemoteAddr = peer
-		a, ok := clientAddr(r, nil)
-		if got := addrKey(a); !ok || got != want {
+		a, ok := FromRequest(r, nil)
+		if got := AddressKey(a); !ok || got != want {
 			t.Errorf("%s: key %q, want %q", peer, got, want)
 		}
 	}

@@ -1,29 +1,18 @@
-// Package agentloop is toolgate's agent: one Tool interface for tools that
-// run inside the gateway and tools that live in clients, a registry that
-// knows where each tool comes from, built-in tools, an OpenAI-compatible
-// model provider, the hook chain every call and registration passes, and
-// the loop that asks the model, runs the tools it picks and stores each
-// step so that a run survives a restart. The approval and rate-limit rules
-// every call obeys are the root package's (toolgate.NeedsApproval,
-// toolgate.CheckRateLimit), applied by the engine.
-//
-// It imports only the root toolgate package of this module. What it needs
-// of the gateway — sending a call to a client, listing a session's tools,
-// storing runs — it declares as interfaces (Dispatcher, RemoteDirectory,
-// RunStore); the server package implements them and wires everything.
-package agentloop
+package toolgate
 
 import (
 	"context"
 	"encoding/json"
 	"time"
-
-	"github.com/toolgate/toolgate"
 )
 
-// Tool is one tool the agent can call. Built-in tools and remote tools (in
-// a client's session) implement it alike, so the loop never tells them
-// apart.
+// Tool is one tool the gateway can call without a client in between, or
+// that the agent can call: built-in tools, the tools of an imported MCP
+// server, sandboxed tools and a client's remote tools implement it alike,
+// so the agent loop and the engine never tell them apart. The packages
+// that provide tools (agentloop, mcpimport, sandbox) and those that run
+// them (the engine, the agent host) share it here, so that none of them
+// imports another for it.
 type Tool interface {
 	// Name is the tool's unique name, as the model calls it.
 	Name() string
@@ -32,7 +21,7 @@ type Tool interface {
 	// Parameters is the JSON Schema of the arguments (top-level type object).
 	Parameters() json.RawMessage
 	// Execute runs the tool with JSON arguments. A failure the model should
-	// hear about is a *toolgate.Error (its code, message and details).
+	// hear about is a *Error (its code, message and details).
 	Execute(ctx context.Context, args json.RawMessage) (Result, error)
 }
 
@@ -41,7 +30,7 @@ type Result struct {
 	Output   json.RawMessage // any JSON value
 	Duration time.Duration   // how long the execution took
 	// Call is the stored call record when the tool ran through the gateway.
-	Call *toolgate.Call
+	Call *Call
 }
 
 // The optional traits a tool may implement. A tool without one gets the
@@ -51,9 +40,9 @@ type (
 	// Timeouter sets how long one execution may take.
 	Timeouter interface{ Timeout() time.Duration }
 	// Approver says when a call must wait for a person's approval.
-	Approver interface{ RequiresApproval() toolgate.Approval }
+	Approver interface{ RequiresApproval() Approval }
 	// RateLimiter caps how often the tool may be called per session.
-	RateLimiter interface{ RateLimit() *toolgate.RateLimit }
+	RateLimiter interface{ RateLimit() *RateLimit }
 	// ReadOnlyer reports that the tool changes nothing.
 	ReadOnlyer interface{ ReadOnly() bool }
 	// DurationEstimator estimates how long a call with these arguments takes.
@@ -62,7 +51,7 @@ type (
 	}
 	// SanitizationRequirer says whether the tool's output passes the
 	// safety step (redaction, injection marking) before a model sees it;
-	// a tool without it takes toolgate.NeedsSanitization's default.
+	// a tool without it takes NeedsSanitization's default.
 	SanitizationRequirer interface{ RequiresSanitization() bool }
 	// Rerunnable says whether a call with these arguments may run again
 	// when the process (or node) that ran it stopped before its outcome
@@ -79,13 +68,13 @@ type (
 	}
 )
 
-// Spec describes a tool as the wire protocol does, traits included.
-func Spec(t Tool) toolgate.ToolSpec {
-	spec := toolgate.ToolSpec{
+// SpecOf describes a tool as the wire protocol does, traits included.
+func SpecOf(t Tool) ToolSpec {
+	spec := ToolSpec{
 		Name:             t.Name(),
 		Description:      t.Description(),
 		Parameters:       t.Parameters(),
-		RequiresApproval: toolgate.ApprovalNever,
+		RequiresApproval: ApprovalNever,
 	}
 	if x, ok := t.(Timeouter); ok && x.Timeout() > 0 {
 		spec.TimeoutMS = x.Timeout().Milliseconds()
