@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/agentloop"
+	"github.com/toolgate/toolgate/internal/testlog"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mcpimport"
 )
@@ -103,13 +104,13 @@ func TestHTTPImport(t *testing.T) {
 			ev := newServerEvents()
 			server := newTestMCPServer(&mcp.ServerOptions{PageSize: 2, SupportedProtocolVersions: []string{revision.version}}, ev)
 			h := startHTTPMCPServer(t, server, &mcp.StreamableHTTPOptions{Stateless: revision.stateless, PropagateRequestCancellation: revision.stateless})
-			var log logBuffer
+			var log testlog.LockedBuffer
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Log(log.String())
 				}
 			})
-			s := startImport(t, mcpimport.Config{Name: "files", Target: h.URL()}, fastOptions(log.logger()))
+			s := startImport(t, mcpimport.Config{Name: "files", Target: h.URL()}, fastOptions(log.Logger(slog.LevelDebug)))
 			var changes atomic.Int32
 			s.Watch(func() { changes.Add(1) })
 
