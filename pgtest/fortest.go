@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -49,7 +50,8 @@ func missing(tb testing.TB, err error) {
 
 // Shared is one server for the tests of a package, started by the first
 // test that asks for it (none when no test does) and stopped by Stop,
-// which the package's TestMain calls after m.Run.
+// which the package's TestMain calls after m.Run (or by Run, which does
+// both).
 type Shared struct {
 	// Options shape the server.
 	Options Options
@@ -69,6 +71,16 @@ func (s *Shared) Server(tb testing.TB) *Server {
 		missing(tb, s.err)
 	}
 	return s.srv
+}
+
+// Run runs the package's tests and then stops the server, and returns
+// m.Run's exit code: a package's TestMain is os.Exit(shared.Run(m)).
+func (s *Shared) Run(m *testing.M) int {
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return code
 }
 
 // Stop stops the server if one was started, and returns Stop's error.

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,13 +14,7 @@ import (
 // installed those tests are skipped and the SQLite ones still run.
 var pg pgtest.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pg.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "store tests:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 
 // onBothBackends runs test on SQLite, then on PostgreSQL, as subtests
 // named "sqlite" and "postgres"; openStore and newTarget open the

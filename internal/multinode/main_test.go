@@ -1,7 +1,6 @@
 package multinode_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,10 +12,4 @@ import (
 // PostgreSQL is not installed the tests are skipped (see pgtest).
 var pg pgtest.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pg.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "multinode:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
