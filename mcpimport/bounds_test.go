@@ -2,6 +2,7 @@ package mcpimport_test
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testlog"
 	"github.com/toolgate/toolgate/mcpimport"
 )
 
@@ -57,14 +59,14 @@ func TestHTTPResultBounded(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			h := startHTTPMCPServer(t, newTestMCPServer(nil, newServerEvents()), mode.opts)
-			var log logBuffer
+			var log testlog.LockedBuffer
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Log(log.String())
 				}
 			})
 			counter := &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
-			opts := fastOptions(log.logger())
+			opts := fastOptions(log.Logger(slog.LevelDebug))
 			opts.MaxResultBytes = maxResult
 			opts.CheckInterval = time.Hour // no listing read during the call
 			opts.HTTPClient = &http.Client{Transport: counter}

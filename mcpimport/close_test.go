@@ -14,28 +14,47 @@ import (
 	"github.com/toolgate/toolgate/mcpimport"
 )
 
-// clientGoroutines returns the stacks of the goroutines running the
-// importer's code or the SDK's client side (the HTTP connections it
-// opened included).
-func clientGoroutines() []string {
+// goroutines returns the stacks of the goroutines running now, by id.
+func goroutines() map[string]string {
 	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "toolgate/mcpimport.") || strings.Contains(g, "go-sdk/mcp.(*streamableClientConn)") ||
-			strings.Contains(g, "go-sdk/mcp.(*ClientSession)") || strings.Contains(g, "net/http.(*persistConn)") || strings.Contains(g, "os/exec.") {
-			out = append(out, g)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
 		}
+		buf = make([]byte, 2*len(buf))
+	}
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		id, _, _ := strings.Cut(g, " [") // "goroutine 12 [running]:"
+		out[id] = g
 	}
 	return out
 }
 
-// TestCloseLeavesNothingRunning: after Close, no goroutine of the
-// importer, of its SDK client session, of its HTTP connections or of its
-// child process is left, for a server over each transport.
+// newGoroutines returns the stacks of the goroutines running now that
+// were not running in before, whatever code they run (the importer's, the
+// SDK's, net/http's, os/exec's or anything else), but for the runtime's
+// and the testing package's own.
+func newGoroutines(before map[string]string) []string {
+	var out []string
+	for id, g := range goroutines() {
+		if _, old := before[id]; old || strings.Contains(g, "testing.tRunner") || strings.Contains(g, "os/signal.") {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// TestCloseLeavesNothingRunning: after Close (and the test's server's
+// stop), no goroutine started since the test began is left: none of the
+// importer, of its SDK client session, of its HTTP connections, of its
+// child process, nor any other, for a server over each transport.
 func TestCloseLeavesNothingRunning(t *testing.T) {
+	before := goroutines()
 	h := startHTTPMCPServer(t, newTestMCPServer(nil, newServerEvents()), &mcp.StreamableHTTPOptions{Stateless: true})
-	testwait.Until(t, 5*time.Second, "no client goroutines before", func() bool { return len(clientGoroutines()) == 0 })
 	for _, cfg := range []mcpimport.Config{
 		{Name: "overhttp", Target: h.URL()},
 		{Name: "overstdio", Target: stdioServerCommand(t, "")},
@@ -51,8 +70,8 @@ func TestCloseLeavesNothingRunning(t *testing.T) {
 			t.Logf("left running:\n%s", strings.Join(left, "\n\n"))
 		}
 	})
-	testwait.Until(t, 10*time.Second, "no client goroutines after Close", func() bool {
-		left = clientGoroutines()
+	testwait.Until(t, 10*time.Second, "no goroutine started since the test began left after Close", func() bool {
+		left = newGoroutines(before)
 		return len(left) == 0
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testlog"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mcpimport"
 )
@@ -102,13 +103,13 @@ func TestHTTPImport(t *testing.T) {
 			ev := newServerEvents()
 			server := newTestMCPServer(&mcp.ServerOptions{PageSize: 2, SupportedProtocolVersions: []string{revision.version}}, ev)
 			h := startHTTPMCPServer(t, server, &mcp.StreamableHTTPOptions{Stateless: revision.stateless, PropagateRequestCancellation: revision.stateless})
-			var log logBuffer
+			var log testlog.LockedBuffer
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Log(log.String())
 				}
 			})
-			s := startImport(t, mcpimport.Config{Name: "files", Target: h.URL()}, fastOptions(log.logger()))
+			s := startImport(t, mcpimport.Config{Name: "files", Target: h.URL()}, fastOptions(log.Logger(slog.LevelDebug)))
 			var changes atomic.Int32
 			s.Watch(func() { changes.Add(1) })
 

@@ -4,6 +4,7 @@ package mcpimport_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testlog"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mcpimport"
 )
@@ -73,8 +75,8 @@ func TestStdioImport(t *testing.T) {
 	// A process the command leaves in the background, which must end with
 	// the server's process group.
 	target := stdioServerCommand(t, "sleep 600 & echo $! > "+shellQuote(bgFile)+"; ")
-	var log logBuffer
-	opts := fastOptions(log.logger())
+	var log testlog.LockedBuffer
+	opts := fastOptions(log.Logger(slog.LevelDebug))
 	opts.MinBackoff = 500 * time.Millisecond // long enough to see it offline
 	s := startImport(t, mcpimport.Config{Name: "local", Target: target}, opts)
 	t.Cleanup(func() {
@@ -128,8 +130,8 @@ func TestStdioImport(t *testing.T) {
 // TestStdioCommandFails: a command that exits at once (or is not there)
 // stays offline, is tried again with backoff, and says why in the log.
 func TestStdioCommandFails(t *testing.T) {
-	var log logBuffer
-	s := mcpimport.New(mcpimport.Config{Name: "broken", Target: "echo starting >&2; exit 3"}, fastOptions(log.logger()))
+	var log testlog.LockedBuffer
+	s := mcpimport.New(mcpimport.Config{Name: "broken", Target: "echo starting >&2; exit 3"}, fastOptions(log.Logger(slog.LevelDebug)))
 	s.Start()
 	testwait.Until(t, 5*time.Second, "two failed attempts", func() bool {
 		return strings.Count(log.String(), "MCP server unreachable") >= 2
@@ -148,8 +150,8 @@ func TestStdioCommandFails(t *testing.T) {
 // again later.
 func TestStdioHandshakeTimeout(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	var log logBuffer
-	opts := fastOptions(log.logger())
+	var log testlog.LockedBuffer
+	opts := fastOptions(log.Logger(slog.LevelDebug))
 	opts.ConnectTimeout, opts.MinBackoff = 200*time.Millisecond, time.Minute
 	s := mcpimport.New(mcpimport.Config{Name: "mute", Target: "echo $$ > " + shellQuote(pidFile) + "; exec sleep 600"}, opts)
 	s.Start()
@@ -175,8 +177,8 @@ func TestStdioHandshakeTimeout(t *testing.T) {
 // line limit (16 MiB) fails the call PAYLOAD_TOO_LARGE, saying that the
 // server is restarted; it is, and its tools work again.
 func TestStdioResultOverLineLimit(t *testing.T) {
-	var log logBuffer
-	s := startImport(t, mcpimport.Config{Name: "local", Target: stdioServerCommand(t, "")}, fastOptions(log.logger()))
+	var log testlog.LockedBuffer
+	s := startImport(t, mcpimport.Config{Name: "local", Target: stdioServerCommand(t, "")}, fastOptions(log.Logger(slog.LevelDebug)))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(log.String())
@@ -206,9 +208,9 @@ func TestStdioResultOverLineLimit(t *testing.T) {
 // are counted in a summary entry, logged at the latest when it ends.
 func TestStdioStderrFlood(t *testing.T) {
 	const flood = 200000
-	var log logBuffer
+	var log testlog.LockedBuffer
 	started := time.Now()
-	s := startImport(t, mcpimport.Config{Name: "chatty", Target: stdioServerCommand(t, "yes flood | head -n "+strconv.Itoa(flood)+" >&2; ")}, fastOptions(log.logger()))
+	s := startImport(t, mcpimport.Config{Name: "chatty", Target: stdioServerCommand(t, "yes flood | head -n "+strconv.Itoa(flood)+" >&2; ")}, fastOptions(log.Logger(slog.LevelDebug)))
 	wantOutput(t, s, "chatty__echo", `{"text":"hi"}`, `"echo: hi"`)
 	s.Close()
 	elapsed := time.Since(started)

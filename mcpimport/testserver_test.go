@@ -1,11 +1,9 @@
 package mcpimport_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -195,28 +193,6 @@ func (h *httpMCPServer) start() {
 		h.t.Fatalf("listen again on %s: %v", h.addr, err)
 	}
 	h.serve(ln)
-}
-
-// logBuffer is a log the tests read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // waitFor fails the test unless ch delivers within the timeout.

@@ -1,50 +1,24 @@
 package mcpserve_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/testlog"
 	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/mcpserve"
 )
-
-// lockedBuffer is a log destination safe for the endpoint's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the lines that contain s.
-func (b *lockedBuffer) lines(s string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // 200 stateful MCP sessions without a GET stream (MCP lets a host open
 // none) and a client changing its tools again and again: the SDK cannot
 // deliver list_changed to any of them, and the log gets one line for it,
 // with the count, not one per session per change.
 func TestUndeliveredListChangedLoggedOnce(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testlog.LockedBuffer{}
 	f := newFakeEngine()
 	f.setSession(sessionA, tool("t0"))
 	_, url := serve(t, f, mcpserve.Options{Log: slog.New(slog.NewTextHandler(logs, nil)), ListInterval: time.Millisecond, MaxSessions: 300})
@@ -66,8 +40,8 @@ func TestUndeliveredListChangedLoggedOnce(t *testing.T) {
 		want := name + "__" + sessionA[len(sessionA)-12:]
 		testwait.Until(t, 10*time.Second, "change "+name+" listed", func() bool { return slices.Contains(names(t, host), want) })
 	}
-	testwait.Until(t, 10*time.Second, "the undelivered notifications logged", func() bool { return len(logs.lines("list_changed")) > 0 })
-	got := logs.lines("list_changed")
+	testwait.Until(t, 10*time.Second, "the undelivered notifications logged", func() bool { return len(logs.Lines("list_changed")) > 0 })
+	got := logs.Lines("list_changed")
 	if len(got) > 1 {
 		t.Fatalf("%d log lines about list_changed for %d sessions and %d changes; want 1, counting them:\n%s",
 			len(got), sessions, changes, strings.Join(got[:min(len(got), 5)], "\n"))

@@ -40,22 +40,10 @@ func TestBehindBufferingProxyTheClientPolls(t *testing.T) {
 		t.Run(fmt.Sprintf("cut at %s", cut), func(t *testing.T) {
 			g := gatewaytest.Start(t)
 			p := startNginx(t, "buffering-timeout.conf.template", strings.TrimPrefix(g.URL, "http://"), cut, ignoreAccelBuffering)
-			client := mobile.NewClient(p.URL)
-			client.SetLogger(testLogger{t})
-			states := newStateRecorder()
-			client.SetListener(states)
-			t.Cleanup(client.Close)
-			client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-			if err := client.RegisterTool("echo", "Echo", ""); err != nil {
-				t.Fatal(err)
-			}
 			started := time.Now()
-			if err := client.Connect(); err != nil {
-				t.Fatal(err)
-			}
 			// Ready timeout 3 s plus a tick, or the cut at 2 s: well
 			// before 8 s either way.
-			states.waitFor(t, "connected poll", 7*time.Second)
+			client, _ := connectEcho(t, p.URL, nil, "connected poll", 7*time.Second)
 			t.Logf("on the long-poll %s after Connect", time.Since(started).Round(time.Millisecond))
 			var info struct {
 				Transport string `json:"transport"`
@@ -143,21 +131,10 @@ func TestClimbsBackToTheStreamWhenAProbePasses(t *testing.T) {
 	proxy := httptest.NewServer(toggling)
 	t.Cleanup(proxy.Close)
 
-	client := mobile.NewClient(proxy.URL)
-	client.SetLogger(testLogger{t})
-	client.SetReadyTimeoutMS(500)
-	client.SetStreamRetryMS(300) // the first probe 300 ms after the move, then 600 ms, 1.2 s, ...
-	states := newStateRecorder()
-	client.SetListener(states)
-	t.Cleanup(client.Close)
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	states.waitFor(t, "connected poll", 10*time.Second)
+	client, states := connectEcho(t, proxy.URL, func(c *mobile.Client) {
+		c.SetReadyTimeoutMS(500)
+		c.SetStreamRetryMS(300) // the first probe 300 ms after the move, then 600 ms, 1.2 s, ...
+	}, "connected poll", 10*time.Second)
 	testwait.Until(t, 10*time.Second, "two failed probes", func() bool { return toggling.probes.Load() >= 2 })
 	if n := toggling.streams.Load(); n != 1 {
 		t.Errorf("%d stream requests while the proxy buffers; the client should probe, not reopen the stream", n)
@@ -234,19 +211,7 @@ func TestReadyOnlyWithTheEndIsHeldBack(t *testing.T) {
 	proxy := httptest.NewServer(buffer)
 	t.Cleanup(proxy.Close)
 
-	client := mobile.NewClient(proxy.URL)
-	client.SetLogger(testLogger{t})
-	states := newStateRecorder()
-	client.SetListener(states)
-	t.Cleanup(client.Close)
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	states.waitFor(t, "connected poll", 5*time.Second)
+	client, _ := connectEcho(t, proxy.URL, nil, "connected poll", 5*time.Second)
 	time.Sleep(2 * buffer.cut) // a client that took the bursts for live streams would open more
 	if n := buffer.streams.Load(); n != 1 {
 		t.Errorf("%d stream requests; the first burst should have moved the client to the poll", n)

@@ -158,13 +158,45 @@ func (l testLogger) Log(level, message string) { l.t.Logf("client %s: %s", level
 // when the test ends.
 func newTestClient(t *testing.T, g *gatewaytest.Gateway, transport string) (*mobile.Client, *stateRecorder) {
 	t.Helper()
-	client := mobile.NewClient(g.URL)
+	return newClient(t, g.URL, func(c *mobile.Client) { setTransport(t, c, transport) })
+}
+
+// newClient is a client of url logging to t, set up by configure (when not
+// nil), with a state recorder as its listener, closed when t ends.
+func newClient(t *testing.T, url string, configure func(*mobile.Client)) (*mobile.Client, *stateRecorder) {
+	t.Helper()
+	client := mobile.NewClient(url)
 	client.SetLogger(testLogger{t})
-	if err := client.SetTransport(transport); err != nil {
-		t.Fatal(err)
+	if configure != nil {
+		configure(client)
 	}
 	states := newStateRecorder()
 	client.SetListener(states)
 	t.Cleanup(client.Close)
+	return client, states
+}
+
+// setTransport sets the client's transport, failing t if it is refused.
+func setTransport(t *testing.T, c *mobile.Client, transport string) {
+	t.Helper()
+	if err := c.SetTransport(transport); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// connectEcho is newClient answering the tool echo with its arguments,
+// connected: it returns once the listener was told connected (such as
+// "connected poll"), failing t if that takes longer than within.
+func connectEcho(t *testing.T, url string, configure func(*mobile.Client), connected string, within time.Duration) (*mobile.Client, *stateRecorder) {
+	t.Helper()
+	client, states := newClient(t, url, configure)
+	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
+	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	states.waitFor(t, connected, within)
 	return client, states
 }

@@ -143,23 +143,7 @@ func connectionOf(t *testing.T, g *gatewaytest.Gateway, sid string) toolgate.Con
 // echoClient connects a client with the echo tool to url over the stream.
 func echoClient(t *testing.T, url string) (*mobile.Client, *stateRecorder) {
 	t.Helper()
-	client := mobile.NewClient(url)
-	client.SetLogger(testLogger{t})
-	if err := client.SetTransport(mobile.TransportSSE); err != nil {
-		t.Fatal(err)
-	}
-	states := newStateRecorder()
-	client.SetListener(states)
-	t.Cleanup(client.Close)
-	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
-		t.Fatal(err)
-	}
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	states.waitFor(t, "connected sse", 10*time.Second)
-	return client, states
+	return connectEcho(t, url, func(c *mobile.Client) { setTransport(t, c, mobile.TransportSSE) }, "connected sse", 10*time.Second)
 }
 
 // Behind a proxy that cuts idle connections at 1.5 s, a gateway pinging

@@ -153,18 +153,7 @@ func TestHeldBackStreamFallsBackToLongPoll(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 
-	client := mobile.NewClient(proxy.URL)
-	client.SetLogger(testLogger{t})
-	states := newStateRecorder()
-	client.SetListener(states)
-	client.SetReadyTimeoutMS(300)
-	t.Cleanup(client.Close)
-	client.RegisterTool("echo", "Echo", "")
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	states.waitFor(t, "connected poll", 10*time.Second)
+	client, states := connectEcho(t, proxy.URL, func(c *mobile.Client) { c.SetReadyTimeoutMS(300) }, "connected poll", 10*time.Second)
 	if states.has("connected sse") {
 		t.Error("the held-back stream counted as connected")
 	}
@@ -175,14 +164,8 @@ func TestHeldBackStreamFallsBackToLongPoll(t *testing.T) {
 
 func TestClientSurvivesGatewayRestart(t *testing.T) {
 	g := gatewaytest.Start(t)
-	client, states := newTestClient(t, g, mobile.TransportSSE)
-	client.RegisterTool("echo", "Echo", "")
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
+	client, _ := connectEcho(t, g.URL, func(c *mobile.Client) { setTransport(t, c, mobile.TransportSSE) }, "connected sse", 10*time.Second)
 	sid := client.SessionID()
-	states.waitFor(t, "connected sse", 10*time.Second)
 	g.Restart(t)
 	testwait.Until(t, 15*time.Second, "the tool online again", func() bool { return sessionTools(t, g, sid)["echo"].Online })
 	if call := callTool(t, g, sid, "echo", `{"after":"restart"}`); call.Status != toolgate.StatusCompleted || !jsonEqual(call.Output, `{"after":"restart"}`) {

@@ -308,24 +308,10 @@ func TestBehindIdleCuttingProxyTheClientAdapts(t *testing.T) {
 // (and a poll wait, when not 0).
 func adaptingClient(t *testing.T, p *idleProxy, transport string, pollWaitMS int64) (*mobile.Client, *stateRecorder) {
 	t.Helper()
-	client := mobile.NewClient(p.URL)
-	client.SetLogger(testLogger{t})
-	if err := client.SetTransport(transport); err != nil {
-		t.Fatal(err)
-	}
-	if pollWaitMS > 0 {
-		client.SetPollWaitMS(pollWaitMS)
-	}
-	states := newStateRecorder()
-	client.SetListener(states)
-	t.Cleanup(client.Close)
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	states.waitFor(t, "connected "+transport, 10*time.Second)
-	return client, states
+	return connectEcho(t, p.URL, func(c *mobile.Client) {
+		setTransport(t, c, transport)
+		if pollWaitMS > 0 {
+			c.SetPollWaitMS(pollWaitMS)
+		}
+	}, "connected "+transport, 10*time.Second)
 }

@@ -19,15 +19,7 @@ import (
 // about a dozen).
 func TestStreamReconnectsPromptlyAfterManyRestarts(t *testing.T) {
 	g := gatewaytest.Start(t, "--log-level", "warn")
-	client, states := newTestClient(t, g, mobile.TransportSSE)
-	if err := client.RegisterTool("echo", "Echo", ""); err != nil {
-		t.Fatal(err)
-	}
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	states.waitFor(t, "connected sse", 10*time.Second)
+	client, _ := connectEcho(t, g.URL, func(c *mobile.Client) { setTransport(t, c, mobile.TransportSSE) }, "connected sse", 10*time.Second)
 	const restarts = 8
 	var took []time.Duration
 	for range restarts {

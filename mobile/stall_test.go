@@ -66,19 +66,10 @@ func TestStalledStreamIsReplaced(t *testing.T) {
 	proxy := httptest.NewServer(stalling)
 	t.Cleanup(proxy.Close)
 
-	client := mobile.NewClient(proxy.URL)
-	client.SetLogger(testLogger{t})
-	client.SetTransport(mobile.TransportSSE)
-	client.SetReadyTimeoutMS(300)
-	states := newStateRecorder()
-	client.SetListener(states)
-	t.Cleanup(client.Close)
-	client.RegisterTool("echo", "Echo", "")
-	client.SetCallHandler(handlerFunc(func(call *mobile.Call) (string, error) { return call.ArgsJSON(), nil }))
-	if err := client.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	states.waitFor(t, "connected sse", 10*time.Second)
+	client, states := connectEcho(t, proxy.URL, func(c *mobile.Client) {
+		setTransport(t, c, mobile.TransportSSE)
+		c.SetReadyTimeoutMS(300)
+	}, "connected sse", 10*time.Second)
 	// Made while the first stream is silent: the gateway writes it into
 	// the dead stream; the client must still get it.
 	call := startCall(t, g, client.SessionID(), "echo", `{"through":"the stall"}`, 20000)

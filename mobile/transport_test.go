@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -103,12 +104,34 @@ func testCallsAnswered(t *testing.T, transport string) {
 	}
 }
 
+// jsonEqual reports whether raw and want hold the same JSON value: equal
+// after decoding, so key order and number spelling do not matter, types do.
 func jsonEqual(raw []byte, want string) bool {
 	var a, b any
 	if json.Unmarshal(raw, &a) != nil || json.Unmarshal([]byte(want), &b) != nil {
 		return false
 	}
-	return fmt.Sprint(a) == fmt.Sprint(b)
+	return reflect.DeepEqual(a, b)
+}
+
+// jsonEqual tells apart what prints alike: a number and a string of its
+// digits, null and a missing key, and nested values.
+func TestJSONEqual(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{`{"a":1,"b":[true,null]}`, `{"b":[true,null],"a":1.0}`, true},
+		{`{"i":"1"}`, `{"i":1}`, false},
+		{`{"i":null}`, `{}`, false},
+		{`["a b"]`, `["a","b"]`, false},
+		{`{"x":{"y":"1"}}`, `{"x":{"y":1}}`, false},
+		{`{"x":`, `{"x":1}`, false},
+	} {
+		if got := jsonEqual([]byte(c.a), c.b); got != c.want {
+			t.Errorf("jsonEqual(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
 }
 
 func TestCallsAnsweredOverSSE(t *testing.T) { testCallsAnswered(t, mobile.TransportSSE) }

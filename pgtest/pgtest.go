@@ -1,8 +1,13 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests and
 // benchmarks: Debian's own initdb and pg_ctl (package postgresql, which
-// `make test` installs with apt-get when it is missing), a data directory
-// in a temporary folder, listening on loopback only, stopped and removed
-// by Stop. Nothing is downloaded.
+// `make postgres` installs with apt-get), a data directory in a temporary
+// folder, listening on loopback only, stopped and removed by Stop.
+// Nothing is downloaded.
+//
+// A test asks for a server with For or Shared.Server: where the server
+// programs are not installed the test is skipped, saying why, unless the
+// environment sets TOOLGATE_TEST_POSTGRES=require (as CI does), which
+// makes it a failure.
 //
 // As root, initdb refuses to run, so the server runs as the postgres user
 // (runuser), which Debian's package creates.
@@ -49,11 +54,23 @@ type Server struct {
 	created atomic.Int64
 }
 
+// ErrNotInstalled is BinDir's error when no PostgreSQL server programs
+// are found.
+var ErrNotInstalled = errors.New("no PostgreSQL server binaries found (initdb): install Debian's postgresql (make postgres)")
+
+// BinDirEnv names the environment variable that, when set, is the only
+// folder BinDir looks in (an empty folder makes PostgreSQL missing).
+const BinDirEnv = "TOOLGATE_PG_BIN"
+
 // BinDir returns the folder holding Debian's PostgreSQL server programs
-// (the newest version under /usr/lib/postgresql), or the folder
-// TOOLGATE_PG_BIN names.
+// (the newest version under /usr/lib/postgresql, else initdb's folder on
+// PATH), or the folder TOOLGATE_PG_BIN names; ErrNotInstalled when
+// initdb is in none of them.
 func BinDir() (string, error) {
-	if dir := os.Getenv("TOOLGATE_PG_BIN"); dir != "" {
+	if dir := os.Getenv(BinDirEnv); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
+			return "", fmt.Errorf("%w (%s=%s)", ErrNotInstalled, BinDirEnv, dir)
+		}
 		return dir, nil
 	}
 	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
@@ -61,7 +78,7 @@ func BinDir() (string, error) {
 		if p, err := exec.LookPath("initdb"); err == nil {
 			return filepath.Dir(p), nil
 		}
-		return "", errors.New("pgtest: PostgreSQL's server programs (initdb, pg_ctl) are not installed: apt-get install postgresql (make test does this)")
+		return "", ErrNotInstalled
 	}
 	sort.Slice(found, func(i, j int) bool { return version(found[i]) < version(found[j]) })
 	return filepath.Dir(found[len(found)-1]), nil

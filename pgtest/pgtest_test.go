@@ -12,15 +12,7 @@ import (
 // The server starts, a test database takes writes, a cut connection is
 // ended, and Stop removes everything.
 func TestServerLifecycle(t *testing.T) {
-	s, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	s := pgtest.For(t, pgtest.Options{})
 	ctx := context.Background()
 	url := s.NewDatabase(t)
 	cfg, err := pgx.ParseConfig(url)

@@ -1,16 +1,15 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testlog"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -18,31 +17,13 @@ import (
 // spec is a NAME.json for the tests: a description and an object schema.
 const spec = `{"description": "a test module", "parameters": {"type": "object"}}`
 
-// logBuffer is a log the tests read, written from any goroutine.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testSet is a tool set over a temporary directory, scanned by the test
 // (no polling) unless configure sets Poll.
 type testSet struct {
 	*sandbox.ToolSet
 	dir     string
 	scratch string
-	log     *logBuffer
+	log     *testlog.LockedBuffer
 }
 
 // openSet opens a tool set over a new directory holding the modules
@@ -53,7 +34,7 @@ func openSet(t *testing.T, configure func(*sandbox.Options), install func(dir st
 	if install != nil {
 		install(dir)
 	}
-	log := &logBuffer{}
+	log := &testlog.LockedBuffer{}
 	opts := sandbox.Options{
 		Dir:        dir,
 		CacheDir:   sandboxtest.CacheDir(),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testwait"
 	"github.com/toolgate/toolgate/sandbox"
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
@@ -78,9 +79,9 @@ func TestToolsComeAndGo(t *testing.T) {
 func TestWatcherPollsTheDirectory(t *testing.T) {
 	set := openSet(t, func(o *sandbox.Options) { o.Poll = 20 * time.Millisecond }, nil)
 	sandboxtest.Install(t, set.dir, "echo", "echo", spec)
-	waitFor(t, "echo listed", func() bool { return len(set.Tools()) == 1 })
+	testwait.Until(t, 10*time.Second, "echo listed", func() bool { return len(set.Tools()) == 1 })
 	os.Remove(filepath.Join(set.dir, "echo.wasm"))
-	waitFor(t, "echo dropped", func() bool { return len(set.Tools()) == 0 })
+	testwait.Until(t, 10*time.Second, "echo dropped", func() bool { return len(set.Tools()) == 0 })
 }
 
 // TestBadToolsAreLeftOut: a tool whose NAME.json or NAME.wasm is wrong
@@ -147,18 +148,6 @@ func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

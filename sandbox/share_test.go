@@ -14,6 +14,36 @@ import (
 	"github.com/toolgate/toolgate/sandbox/sandboxtest"
 )
 
+// room is a set of four slots with the tools loop, which runs until its
+// context ends, and echo.
+type room struct {
+	set        *testSet
+	loop, echo toolgate.Tool
+	spinning   context.Context // ends, and the loops with it, when the test ends
+	wg         *sync.WaitGroup
+}
+
+func openRoom(t *testing.T) room {
+	t.Helper()
+	set := openSet(t, func(o *sandbox.Options) { o.MaxConcurrent = 4 }, func(dir string) {
+		sandboxtest.Install(t, dir, "loop", "loop", spec)
+		sandboxtest.Install(t, dir, "echo", "echo", spec)
+	})
+	spinning, stop := context.WithCancel(context.Background())
+	r := room{set: set, loop: set.tool(t, "loop"), echo: set.tool(t, "echo"), spinning: spinning, wg: &sync.WaitGroup{}}
+	t.Cleanup(func() {
+		stop()
+		r.wg.Wait()
+	})
+	return r
+}
+
+// spin runs loop on a goroutine of its own, in the context caller makes
+// of the room's spinning context (the caller's session or address).
+func (r room) spin(caller func(context.Context) context.Context) {
+	r.wg.Go(func() { r.loop.Execute(caller(r.spinning), json.RawMessage(`{}`)) })
+}
+
 // TestSessionsShareTheRoom: the calls of runs that sessions' tokens
 // started (toolgate.CallerSession in their context, as the engine sets
 // it) have a share of the calls running at once: one session holds at
@@ -21,18 +51,11 @@ import (
 // so a session spinning many calls neither starves another session nor
 // the agent key, whose call runs at once.
 func TestSessionsShareTheRoom(t *testing.T) {
-	set := openSet(t, func(o *sandbox.Options) { o.MaxConcurrent = 4 }, func(dir string) {
-		sandboxtest.Install(t, dir, "loop", "loop", spec)
-		sandboxtest.Install(t, dir, "echo", "echo", spec)
-	})
-	loop, echo := set.tool(t, "loop"), set.tool(t, "echo")
-	spin, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer stop()
+	r := openRoom(t)
+	set, echo := r.set, r.echo
 	spinFor := func(sid string, n int) {
 		for range n {
-			wg.Go(func() { loop.Execute(toolgate.WithCallerSession(spin, sid), json.RawMessage(`{}`)) })
+			r.spin(func(ctx context.Context) context.Context { return toolgate.WithCallerSession(ctx, sid) })
 		}
 	}
 	callAs := func(sid string, timeout time.Duration) error {
@@ -72,22 +95,15 @@ func TestSessionsShareTheRoom(t *testing.T) {
 // slots, so many cheap sessions from one address spinning calls cannot
 // starve a session from another address.
 func TestAddressesShareTheRoom(t *testing.T) {
-	set := openSet(t, func(o *sandbox.Options) { o.MaxConcurrent = 4 }, func(dir string) {
-		sandboxtest.Install(t, dir, "loop", "loop", spec)
-		sandboxtest.Install(t, dir, "echo", "echo", spec)
-	})
-	loop, echo := set.tool(t, "loop"), set.tool(t, "echo")
-	spin, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer stop()
+	r := openRoom(t)
+	set, echo := r.set, r.echo
 	as := func(ctx context.Context, sid, addr string) context.Context {
 		return toolgate.WithCallerAddress(toolgate.WithCallerSession(ctx, sid), addr)
 	}
 	// Three sessions of one address, two spinning calls each.
 	for _, sid := range []string{"a1", "a2", "a3"} {
 		for range 2 {
-			wg.Go(func() { loop.Execute(as(spin, sid, "127.0.0.21"), json.RawMessage(`{}`)) })
+			r.spin(func(ctx context.Context) context.Context { return as(ctx, sid, "127.0.0.21") })
 		}
 	}
 	testwait.Until(t, 10*time.Second, "the address's first loop to run", func() bool { return set.Running() == 1 })

@@ -17,17 +17,13 @@ import (
 // with its own engine and store: the in-process half of issue 15's proof
 // (internal/multinode runs real processes and kills them).
 
-var (
-	postgresOnce sync.Once
-	postgres     *pgtest.Server
-	postgresErr  error
-)
+// postgres is the PostgreSQL server the package's tests share, started by
+// the first test that needs it (skipped where it is not installed).
+var postgres pgtest.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if postgres != nil {
-		postgres.Stop()
-	}
+	postgres.Stop()
 	os.Exit(code)
 }
 
@@ -35,11 +31,7 @@ func TestMain(m *testing.M) {
 // server itself starts with the first test that needs it.
 func clusterNodes(t *testing.T, n int, configure func(*server.Config)) []*gateway {
 	t.Helper()
-	postgresOnce.Do(func() { postgres, postgresErr = pgtest.Start(pgtest.Options{}) })
-	if postgresErr != nil {
-		t.Fatal(postgresErr)
-	}
-	url := postgres.NewDatabase(t)
+	url := postgres.Server(t).NewDatabase(t)
 	nodes := make([]*gateway, n)
 	for i := range nodes {
 		nodes[i] = startGateway(t, func(c *server.Config) {

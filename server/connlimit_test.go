@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,30 +9,15 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testlog"
 )
 
-// lockedBuffer is a log sink tests read while the gateway writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// lockedBuffer is the tests' log sink (the shared one).
+type lockedBuffer = testlog.LockedBuffer
 
 // With --max-connections 8 and 8 streams held, a 9th connection is not
 // refused: it waits in the accept queue, and its request is answered as

@@ -12,11 +12,7 @@ import (
 // the log (a caller would be refused by some of them only); a node started
 // with the key the others have says nothing.
 func TestNodesDisagreeingOnTheAgentKeyAreTold(t *testing.T) {
-	pg, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() }) // registered first: runs after the nodes stopped
+	pg := pgtest.For(t, pgtest.Options{}) // its Cleanup registered first: runs after the nodes stopped
 	url := pg.NewDatabase(t)
 	node := func(key string) *lockedBuffer {
 		cfg := testConfig(t)

@@ -347,13 +347,13 @@ func (s *Store) GetCall(ctx context.Context, id string) (*CallRow, error) {
 		return &r, nil
 	}
 	var r CallRow
-	return rowOrNil(&r, s.get(ctx, &r, qGetCall, id))
+	return rowOrNil(&r, s.read.get(ctx, &r, qGetCall, id))
 }
 
 // FindCallByIdempotencyKey returns the call created with the key, or nil.
 func (s *Store) FindCallByIdempotencyKey(ctx context.Context, key string) (*CallRow, error) {
 	var r CallRow
-	return rowOrNil(&r, s.get(ctx, &r, qCallByIdemKey, key))
+	return rowOrNil(&r, s.read.get(ctx, &r, qCallByIdemKey, key))
 }
 
 // CallFilter selects calls from the history. Zero fields do not filter.
@@ -393,14 +393,14 @@ func (s *Store) ListCalls(ctx context.Context, f CallFilter) ([]CallRow, error) 
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, f.Limit)
 	var rows []CallRow
-	err := s.sel(ctx, &rows, q, args...)
+	err := s.read.sel(ctx, &rows, q, args...)
 	return rows, err
 }
 
 // OverdueCalls lists up to limit open calls whose deadline has passed.
 func (s *Store) OverdueCalls(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
-	err := s.sel(ctx, &ids, qOverdueCalls, ms(now), limit)
+	err := s.read.sel(ctx, &ids, qOverdueCalls, ms(now), limit)
 	return ids, err
 }
 
@@ -417,6 +417,6 @@ func (d OpenCallDeadline) DeadlineTime() time.Time { return fromMS(d.Deadline) }
 // OpenCallDeadlines lists every open call's deadline, for recovery at start-up.
 func (s *Store) OpenCallDeadlines(ctx context.Context) ([]OpenCallDeadline, error) {
 	var rows []OpenCallDeadline
-	err := s.sel(ctx, &rows, qOpenDeadlines)
+	err := s.read.sel(ctx, &rows, qOpenDeadlines)
 	return rows, err
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -44,30 +45,46 @@ func openCheckpointer(path string) (*sqlx.DB, error) {
 // checkpointInterval past the limit.)
 var walLimitFrames = 16384 // 64 MiB of 4 KiB pages
 
-// runCheckpoints checkpoints until stop closes, then once more.
-func (s *Store) runCheckpoints() {
-	defer close(s.checkpointsDone)
+// checkpointer copies the WAL back into the database, on a connection of
+// its own (see above).
+type checkpointer struct {
+	db    *sqlx.DB
+	stop  chan struct{} // closed by halt
+	done  chan struct{} // closed when run has returned
+	quiet chan<- func() // to the writer: a checkpoint to run between batches
+	log   *slog.Logger
+}
+
+// halt stops run after one last checkpoint and waits for it.
+func (c *checkpointer) halt() {
+	close(c.stop)
+	<-c.done
+}
+
+// run checkpoints until stop closes, then once more.
+func (c *checkpointer) run() {
+	defer close(c.done)
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stopCheckpoints:
-			s.checkpoint("TRUNCATE")
+		case <-c.stop:
+			c.checkpoint("TRUNCATE")
 			return
 		case <-t.C:
-			if frames := s.checkpoint("PASSIVE"); frames <= walLimitFrames {
+			if frames := c.checkpoint("PASSIVE"); frames <= walLimitFrames {
 				continue
 			}
 			done := make(chan struct{})
 			quiet := func() {
-				s.checkpoint("PASSIVE")
+				c.checkpoint("PASSIVE")
 				close(done)
 			}
 			select {
-			case s.quietCheckpoints <- quiet:
+			case c.quiet <- quiet:
 				<-done
-			case <-s.stopCheckpoints:
-				s.checkpoint("TRUNCATE")
+			case <-c.stop:
+				c.checkpoint("TRUNCATE")
 				return
 			}
 		}
@@ -76,10 +93,10 @@ func (s *Store) runCheckpoints() {
 
 // checkpoint runs one checkpoint in mode and returns how many frames the
 // WAL holds (0 when that is not known).
-func (s *Store) checkpoint(mode string) (frames int) {
+func (c *checkpointer) checkpoint(mode string) (frames int) {
 	var busy, copied int
-	if err := s.checkpointer.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &copied); err != nil {
-		s.log.Warn("store: wal checkpoint", "mode", mode, "err", err)
+	if err := c.db.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &copied); err != nil {
+		c.log.Warn("store: wal checkpoint", "mode", mode, "err", err)
 		return 0
 	}
 	return frames

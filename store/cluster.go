@@ -53,11 +53,8 @@ func (s *Store) Shared() bool { return s.shared }
 // listening connection is up, again after every reconnect, and every
 // ResyncEvery.
 func (s *Store) OnChanges(fn func([]Change)) {
-	s.changesMu.Lock()
-	s.onChanges = fn
-	s.changesMu.Unlock()
 	if s.pg != nil {
-		s.startListening()
+		s.pg.setOnChanges(fn, s.ResyncEvery)
 	}
 }
 
@@ -139,7 +136,7 @@ type Orphan struct {
 // OrphanedRuns lists the running runs no live node drives, oldest first.
 func (s *Store) OrphanedRuns(ctx context.Context) ([]Orphan, error) {
 	var out []Orphan
-	err := s.sel(ctx, &out, qOrphanRuns, ms(s.Now()))
+	err := s.read.sel(ctx, &out, qOrphanRuns, ms(s.Now()))
 	return out, err
 }
 
@@ -147,7 +144,7 @@ func (s *Store) OrphanedRuns(ctx context.Context) ([]Orphan, error) {
 // that no live node runs, oldest first.
 func (s *Store) OrphanedBuiltinCalls(ctx context.Context) ([]Orphan, error) {
 	var out []Orphan
-	err := s.sel(ctx, &out, qOrphanBuiltins, ms(s.Now()))
+	err := s.read.sel(ctx, &out, qOrphanBuiltins, ms(s.Now()))
 	return out, err
 }
 

@@ -41,7 +41,7 @@ func (tx *Tx) FinishOwnCall(id string, o Outcome, now time.Time) (bool, error) {
 // ("" for none, or for a client's call).
 func (s *Store) CallNode(ctx context.Context, id string) (string, error) {
 	var node string
-	err := s.get(ctx, &node, qCallNode, id)
+	err := s.read.get(ctx, &node, qCallNode, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

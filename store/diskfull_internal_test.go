@@ -50,7 +50,7 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 
 	// The 200 rows are in the WAL only: copying them needs space.
 	var busy, frames, copied int
-	err = st.checkpointer.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	err = st.cp.db.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
 	if !isNoSpace(err) {
 		t.Fatalf("checkpoint on a full disk: busy %d, %d of %d frames copied, %v; want SQLITE_FULL", busy, copied, frames, err)
 	}
@@ -99,13 +99,13 @@ func TestFullDiskFailsWritesAndRecovers(t *testing.T) {
 	if err := put("after"); err != nil {
 		t.Fatalf("a write once space returned: %v", err)
 	}
-	if err := st.checkpointer.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil || busy != 0 || copied != frames {
+	if err := st.cp.db.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil || busy != 0 || copied != frames {
 		t.Fatalf("checkpoint once space returned: busy %d, %d of %d frames copied, %v", busy, copied, frames, err)
 	}
 	if err := put("restarts the WAL"); err != nil {
 		t.Fatal(err)
 	}
-	if frames := st.checkpoint("PASSIVE"); frames >= 20 {
+	if frames := st.cp.checkpoint("PASSIVE"); frames >= 20 {
 		t.Fatalf("the WAL holds %d frames after a completed checkpoint and one write; it did not start again", frames)
 	}
 	for _, key := range []string{"stored-0", "stored-199", "after", "restarts the WAL"} {

@@ -180,13 +180,13 @@ func postgresErrorAs(err error) error {
 	return storageFullAs(err)
 }
 
-// readFailed returns the error of a read from the pool as the store
+// failed returns the error of a read from the pool as the store
 // reports it. On SQLite it is err as it is. On PostgreSQL, a read the
 // caller's own ctx ended keeps ctx's error in its chain (a client that
 // went away is nobody's fault); any other is translated by
 // postgresErrorAs.
-func (s *Store) readFailed(ctx context.Context, err error) error {
-	if err == nil || s.pg == nil {
+func (r *reads) failed(ctx context.Context, err error) error {
+	if err == nil || !r.postgres {
 		return err
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {

@@ -76,7 +76,7 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64,
 	if events, last, ok := s.tail.after(sessionID, cursor); ok {
 		return events, last, false, nil
 	}
-	rows, err := s.rows(ctx, qEventsAfter, sessionID, cursor, limit)
+	rows, err := s.read.rows(ctx, qEventsAfter, sessionID, cursor, limit)
 	if err != nil {
 		return nil, cursor, false, err
 	}
@@ -88,7 +88,7 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64,
 		var ev toolgate.Event
 		var data, status string
 		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.CallID, &data, &status); err != nil {
-			return nil, cursor, false, s.readFailed(ctx, err)
+			return nil, cursor, false, s.read.failed(ctx, err)
 		}
 		last = ev.Seq
 		if ev.Type == toolgate.EventToolCallRequest && toolgate.CallStatus(status).Final() {
@@ -98,7 +98,7 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, cursor int64,
 		events = append(events, ev)
 	}
 	// A connection lost while the rows arrive is told as such too.
-	return events, last, n == limit, s.readFailed(ctx, rows.Err())
+	return events, last, n == limit, s.read.failed(ctx, rows.Err())
 }
 
 // LastEventSeq returns the cursor of a session's newest event, 0 when none.
@@ -107,7 +107,7 @@ func (s *Store) LastEventSeq(ctx context.Context, sessionID string) (int64, erro
 		return seq, nil
 	}
 	var seq sql.NullInt64
-	err := s.get(ctx, &seq, qLastEventSeq, sessionID)
+	err := s.read.get(ctx, &seq, qLastEventSeq, sessionID)
 	return seq.Int64, err
 }
 
@@ -134,18 +134,18 @@ func (s *Store) OpenRequests(ctx context.Context, sessionID string, now time.Tim
 		// READ COMMITTED takes a snapshot per statement.
 		opts.Isolation = sql.LevelRepeatableRead
 	}
-	tx, err := s.readers.BeginTxx(ctx, opts)
+	tx, err := s.read.db.BeginTxx(ctx, opts)
 	if err != nil {
-		return nil, 0, s.readFailed(ctx, err)
+		return nil, 0, s.read.failed(ctx, err)
 	}
 	defer tx.Rollback()
-	err = tx.SelectContext(ctx, &reqs, s.bind(qOpenRequests), sessionID, ms(now))
+	err = tx.SelectContext(ctx, &reqs, s.read.bind(qOpenRequests), sessionID, ms(now))
 	if err != nil {
-		return nil, 0, s.readFailed(ctx, err)
+		return nil, 0, s.read.failed(ctx, err)
 	}
 	var seq sql.NullInt64
-	if err := tx.GetContext(ctx, &seq, s.bind(qLastEventSeq), sessionID); err != nil {
-		return nil, 0, s.readFailed(ctx, err)
+	if err := tx.GetContext(ctx, &seq, s.read.bind(qLastEventSeq), sessionID); err != nil {
+		return nil, 0, s.read.failed(ctx, err)
 	}
 	return reqs, seq.Int64, nil
 }

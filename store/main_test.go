@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,22 +9,12 @@ import (
 	"github.com/toolgate/toolgate/pgtest"
 )
 
-// pg is the PostgreSQL server the package's tests share (a database each).
-var pg *pgtest.Server
+// pg is the PostgreSQL server the package's tests share (a database
+// each), started by the first test on PostgreSQL; where PostgreSQL is not
+// installed those tests are skipped and the SQLite ones still run.
+var pg pgtest.Shared
 
-func TestMain(m *testing.M) {
-	srv, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "store tests: start PostgreSQL:", err)
-		os.Exit(1)
-	}
-	pg = srv
-	code := m.Run()
-	if err := srv.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 
 // onBothBackends runs test on SQLite, then on PostgreSQL, as subtests
 // named "sqlite" and "postgres"; openStore and newTarget open the
@@ -46,7 +35,7 @@ func onPostgres(t testing.TB) bool {
 func newTarget(t testing.TB) string {
 	t.Helper()
 	if onPostgres(t) {
-		return pg.NewDatabase(t)
+		return pg.Server(t).NewDatabase(t)
 	}
 	return filepath.Join(t.TempDir(), "toolgate.db")
 }

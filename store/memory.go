@@ -169,13 +169,13 @@ func (s *Store) ReadMemory(ctx context.Context, scope, key string) (*MemoryRow, 
 		return nil, err
 	}
 	var r MemoryRow
-	return rowOrNil(&r, s.get(ctx, &r, qGetMemory, scope, key))
+	return rowOrNil(&r, s.read.get(ctx, &r, qGetMemory, scope, key))
 }
 
 // CountMemories returns how many notes scope holds.
 func (s *Store) CountMemories(ctx context.Context, scope string) (int, error) {
 	var n int
-	err := s.get(ctx, &n, qMemoryCount, scope)
+	err := s.read.get(ctx, &n, qMemoryCount, scope)
 	return n, err
 }
 
@@ -195,9 +195,9 @@ func (s *Store) SearchMemory(ctx context.Context, scope, query string, limit int
 	}
 	rows := []MemoryRow{}
 	if s.pg != nil {
-		err = s.sel(ctx, &rows, qSearchMemoryPostgres, postgresAnyWord(terms), scope, limit)
+		err = s.read.sel(ctx, &rows, qSearchMemoryPostgres, postgresAnyWord(terms), scope, limit)
 	} else {
-		err = s.sel(ctx, &rows, qSearchMemorySQLite, fts5AnyWord(terms), scope, limit)
+		err = s.read.sel(ctx, &rows, qSearchMemorySQLite, fts5AnyWord(terms), scope, limit)
 	}
 	return rows, err
 }

@@ -32,9 +32,9 @@ const (
 )
 
 // publish sends the committed changes as NOTIFYs until notes is closed.
-func (s *Store) publish() {
-	defer close(s.pg.published)
-	for first := range s.pg.notes {
+func (p *postgres) publish() {
+	defer close(p.published)
+	for first := range p.notes {
 		seen := map[Change]bool{}
 		var batch []Change
 		add := func(changes []Change) {
@@ -49,7 +49,7 @@ func (s *Store) publish() {
 	drain:
 		for len(batch) < 4096 {
 			select {
-			case more, ok := <-s.pg.notes:
+			case more, ok := <-p.notes:
 				if !ok {
 					break drain
 				}
@@ -58,13 +58,13 @@ func (s *Store) publish() {
 				break drain
 			}
 		}
-		payloads := encodePayloads(s.node, batch)
+		payloads := encodePayloads(p.node, batch)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := s.readers.ExecContext(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
+		_, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
 		cancel()
 		if err != nil {
 			// The other nodes catch up at their next resync.
-			s.log.Warn("store: notify the other nodes", "changes", len(batch), "err", err)
+			p.log.Warn("store: notify the other nodes", "changes", len(batch), "err", err)
 		}
 	}
 }
@@ -108,55 +108,59 @@ func decodePayload(node, payload string) []Change {
 	return changes
 }
 
-// startListening starts, once and unless closed, the listener, the resync
-// timer and the goroutine that tells OnChanges' function.
-func (s *Store) startListening() {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+// setOnChanges sets the function told of the other nodes' changes
+// (Store.OnChanges), then starts, once and unless closed, the listener,
+// the resync timer (ChangeResync every period) and the goroutine that
+// tells the function.
+func (p *postgres) setOnChanges(fn func([]Change), every time.Duration) {
+	p.changesMu.Lock()
+	p.onChanges = fn
+	p.changesMu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
 		return
 	}
-	s.pg.listening.Do(func() {
-		every := s.ResyncEvery
-		s.pg.loops.Add(3)
-		go s.deliverChanges()
-		go s.listen()
-		go s.resyncEvery(every)
+	p.listening.Do(func() {
+		p.loops.Add(3)
+		go p.deliverChanges()
+		go p.listen()
+		go p.resyncEvery(every)
 	})
 }
 
 // hear hands changes to the deliverer; false once the store closes.
-func (s *Store) hear(changes []Change) bool {
+func (p *postgres) hear(changes []Change) bool {
 	select {
-	case s.pg.heard <- changes:
+	case p.heard <- changes:
 		return true
-	case <-s.pg.ctx.Done():
+	case <-p.ctx.Done():
 		return false
 	}
 }
 
 // deliverChanges tells OnChanges' function what was heard, in order, from
 // this one goroutine.
-func (s *Store) deliverChanges() {
-	defer s.pg.loops.Done()
+func (p *postgres) deliverChanges() {
+	defer p.loops.Done()
 	for {
 		select {
-		case changes := <-s.pg.heard:
-			s.changesMu.Lock()
-			fn := s.onChanges
-			s.changesMu.Unlock()
+		case changes := <-p.heard:
+			p.changesMu.Lock()
+			fn := p.onChanges
+			p.changesMu.Unlock()
 			if fn != nil {
 				fn(changes)
 			}
-		case <-s.pg.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		}
 	}
 }
 
 // resyncEvery tells ChangeResync every period.
-func (s *Store) resyncEvery(period time.Duration) {
-	defer s.pg.loops.Done()
+func (p *postgres) resyncEvery(period time.Duration) {
+	defer p.loops.Done()
 	if period <= 0 {
 		return
 	}
@@ -165,10 +169,10 @@ func (s *Store) resyncEvery(period time.Duration) {
 	for {
 		select {
 		case <-t.C:
-			if !s.hear([]Change{{Kind: ChangeResync}}) {
+			if !p.hear([]Change{{Kind: ChangeResync}}) {
 				return
 			}
-		case <-s.pg.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		}
 	}
@@ -177,9 +181,9 @@ func (s *Store) resyncEvery(period time.Duration) {
 // listen keeps a connection listening on notifyChannel until the store
 // closes, reconnecting with a growing wait when it drops; after each
 // (re)connect it tells ChangeResync.
-func (s *Store) listen() {
-	defer s.pg.loops.Done()
-	ctx := s.pg.ctx
+func (p *postgres) listen() {
+	defer p.loops.Done()
+	ctx := p.ctx
 	backoff := firstListenBackoff
 	wait := func() bool {
 		select {
@@ -191,7 +195,7 @@ func (s *Store) listen() {
 		}
 	}
 	for ctx.Err() == nil {
-		conn, err := pgx.ConnectConfig(ctx, s.pg.config.Copy())
+		conn, err := pgx.ConnectConfig(ctx, p.config.Copy())
 		if err == nil {
 			if _, err = conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 				conn.Close(context.Background())
@@ -199,7 +203,7 @@ func (s *Store) listen() {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("store: listen for the other nodes' changes", "err", err, "retry_in", backoff)
+				p.log.Warn("store: listen for the other nodes' changes", "err", err, "retry_in", backoff)
 			}
 			if !wait() {
 				return
@@ -207,7 +211,7 @@ func (s *Store) listen() {
 			continue
 		}
 		backoff = firstListenBackoff
-		if !s.hear([]Change{{Kind: ChangeResync}}) {
+		if !p.hear([]Change{{Kind: ChangeResync}}) {
 			conn.Close(context.Background())
 			return
 		}
@@ -215,11 +219,11 @@ func (s *Store) listen() {
 			n, err := conn.WaitForNotification(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.Warn("store: the listening connection dropped", "err", err)
+					p.log.Warn("store: the listening connection dropped", "err", err)
 				}
 				break
 			}
-			if changes := decodePayload(s.node, n.Payload); len(changes) > 0 && !s.hear(changes) {
+			if changes := decodePayload(p.node, n.Payload); len(changes) > 0 && !p.hear(changes) {
 				break
 			}
 		}

@@ -61,7 +61,7 @@ func touch(st *store.Store, id string) error {
 // the URL says lock_timeout, 5 s by default. Once the lock is released
 // the same write succeeds.
 func TestPostgresLockedRowFailsWithinLockTimeout(t *testing.T) {
-	url := pg.NewDatabase(t)
+	url := pg.Server(t).NewDatabase(t)
 	short, err := store.Open(url+"&lock_timeout=300ms", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestPostgresLockedRowFailsWithinLockTimeout(t *testing.T) {
 // statement timeout at all): after its grace it ends the write, which
 // fails with ErrUnavailable.
 func TestPostgresCloseEndsAStuckWrite(t *testing.T) {
-	url := pg.NewDatabase(t)
+	url := pg.Server(t).NewDatabase(t)
 	st, err := store.Open(url+"&lock_timeout=0&statement_timeout=0", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -132,15 +132,7 @@ func TestPostgresCloseEndsAStuckWrite(t *testing.T) {
 // with ErrUnavailable (not an internal error, not a hang); once it is back
 // they succeed again without reopening the store.
 func TestPostgresOutage(t *testing.T) {
-	srv, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	srv := pgtest.For(t, pgtest.Options{})
 	st, err := store.Open(srv.NewDatabase(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +193,7 @@ func TestPostgresOutage(t *testing.T) {
 // are not UTF-8) is a BAD_REQUEST, in a write and in a read, not an
 // internal error; the store stays usable.
 func TestPostgresUnstorableTextIsABadRequest(t *testing.T) {
-	st, err := store.Open(pg.NewDatabase(t), nil)
+	st, err := store.Open(pg.Server(t).NewDatabase(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ const (
 	// commitTimeout bounds the COMMIT, timed on its own, so that an
 	// attempt that ran long still has the time to commit.
 	commitTimeout = 30 * time.Second
-	// readTimeout bounds a read from the pool (Store.get, Store.sel).
+	// readTimeout bounds a read from the pool (reads.get, reads.sel).
 	readTimeout = 30 * time.Second
 	// closeGrace is how long Close waits for the writes running before it
 	// ends them (they fail with ErrUnavailable).
@@ -81,10 +81,22 @@ const (
 // defaultResyncEvery is Store.ResyncEvery as Open sets it.
 const defaultResyncEvery = 5 * time.Second
 
-// postgres is what a store on PostgreSQL runs besides its pool.
+// postgres is what a store on PostgreSQL runs besides its reads: the
+// writes, each in a transaction of its own on the pool, the publisher of
+// their changes and the listener for the other nodes' (notify.go).
 type postgres struct {
+	db      *sqlx.DB        // the pool (the store's reads use it too)
 	config  *pgx.ConnConfig // for the listening connection
 	appName string          // the connections' application_name
+	node    string          // the store's node id
+	stats   *writeStats
+	log     *slog.Logger
+
+	mu     sync.RWMutex // guards closed against new writes and listening
+	closed bool
+
+	changesMu sync.Mutex
+	onChanges func([]Change) // told of other nodes' changes
 
 	writes sync.WaitGroup // operations running (for Close to wait on)
 	// writesCtx is the parent of every write attempt's context; Close
@@ -149,15 +161,17 @@ func openPostgres(url string, log *slog.Logger) (*Store, error) {
 	loopCtx, stop := context.WithCancel(context.Background())
 	writesCtx, cancelWrites := context.WithCancel(context.Background())
 	s := &Store{
-		log:      log,
-		readers:  db,
-		readPrep: &prepared{stmts: map[string]*sqlx.Stmt{}},
-		tail:     newEventTail(),
-		finals:   newRecentFinals(),
-		node:     node,
-		shared:   true,
-		Now:      time.Now,
+		log:    log,
+		read:   reads{db: db, prep: &prepared{stmts: map[string]*sqlx.Stmt{}}, postgres: true},
+		tail:   newEventTail(),
+		finals: newRecentFinals(),
+		node:   node,
+		shared: true,
+		Now:    time.Now,
 		pg: &postgres{
+			db:        db,
+			node:      node,
+			log:       log,
 			config:    config,
 			appName:   config.RuntimeParams["application_name"],
 			writesCtx: writesCtx,
@@ -171,7 +185,8 @@ func openPostgres(url string, log *slog.Logger) (*Store, error) {
 		},
 		ResyncEvery: defaultResyncEvery,
 	}
-	go s.publish()
+	s.pg.stats = &s.stats
+	go s.pg.publish()
 	return s, nil
 }
 
@@ -208,86 +223,86 @@ func migratePostgres(ctx context.Context, db *sqlx.DB) error {
 	return migrate(conn, migrations.Postgres, dollar)
 }
 
-// closePostgres waits for the operations running (ending those still
+// close waits for the operations running (ending those still
 // running after closeGrace), stops the listener and the timer, lets the
 // publisher send what is left and closes the pool.
-func (s *Store) closePostgres() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+func (p *postgres) close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
+	p.closed = true
+	p.mu.Unlock()
 	written := make(chan struct{})
 	go func() {
-		s.pg.writes.Wait()
+		p.writes.Wait()
 		close(written)
 	}()
 	select {
 	case <-written:
 	case <-time.After(closeGrace):
-		s.log.Warn("store: writes still running at close are ended", "waited", closeGrace)
-		s.pg.cancelWrites()
+		p.log.Warn("store: writes still running at close are ended", "waited", closeGrace)
+		p.cancelWrites()
 		<-written
 	}
-	s.pg.cancelWrites()
-	s.pg.stop()
-	s.pg.loops.Wait()
-	close(s.pg.notes)
-	<-s.pg.published
-	return s.readers.Close()
+	p.cancelWrites()
+	p.stop()
+	p.loops.Wait()
+	close(p.notes)
+	<-p.published
+	return p.db.Close()
 }
 
 // startWrite counts an operation in, for Close; false once closed.
-func (s *Store) startWrite() bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+func (p *postgres) startWrite() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
 		return false
 	}
-	s.pg.writes.Add(1)
+	p.writes.Add(1)
 	return true
 }
 
-// writePostgres is Write on PostgreSQL: fn in a transaction of its own,
+// write is Write on PostgreSQL: fn in a transaction of its own,
 // run again when PostgreSQL gave the transaction up; once committed, its
 // changes go to the publisher.
-func (s *Store) writePostgres(ctx context.Context, fn func(tx *Tx) error) error {
+func (p *postgres) write(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !s.startWrite() {
+	if !p.startWrite() {
 		return ErrClosed
 	}
-	defer s.pg.writes.Done()
-	return s.runPostgres(fn)
+	defer p.writes.Done()
+	return p.run(fn)
 }
 
-// writePostgresAsync is WriteAsync on PostgreSQL.
-func (s *Store) writePostgresAsync(fn func(tx *Tx) error) {
-	if !s.startWrite() {
+// writeAsync is WriteAsync on PostgreSQL.
+func (p *postgres) writeAsync(fn func(tx *Tx) error) {
+	if !p.startWrite() {
 		return
 	}
 	go func() {
-		defer s.pg.writes.Done()
-		if err := s.runPostgres(fn); err != nil {
-			s.log.Error("store: background write failed", "err", err)
+		defer p.writes.Done()
+		if err := p.run(fn); err != nil {
+			p.log.Error("store: background write failed", "err", err)
 		}
 	}()
 }
 
-// runPostgres runs fn until it commits, fails for good or has been given
+// run runs fn until it commits, fails for good or has been given
 // up writeAttempts times. An attempt is run again when PostgreSQL gave its
 // transaction up (isRetryable) or its connection failed before the commit
 // (mayRunAgain): nothing of it was committed.
-func (s *Store) runPostgres(fn func(tx *Tx) error) error {
+func (p *postgres) run(fn func(tx *Tx) error) error {
 	backoff := firstRetryBackoff
 	for attempt := 1; ; attempt++ {
-		notes, err := s.runPostgresOnce(fn)
+		notes, err := p.runOnce(fn)
 		if err == nil {
 			if len(notes) > 0 {
-				s.pg.notes <- notes
+				p.notes <- notes
 			}
 			return nil
 		}
@@ -296,7 +311,7 @@ func (s *Store) runPostgres(fn func(tx *Tx) error) error {
 		}
 		select {
 		case <-time.After(backoff):
-		case <-s.pg.writesCtx.Done():
+		case <-p.writesCtx.Done():
 			return postgresErrorAs(err)
 		}
 		backoff *= 2
@@ -347,28 +362,28 @@ const (
 	msgUnconfirmed  = "the gateway's database did not confirm this change in time: it may or may not have been stored; read it back, or retry with the same Idempotency-Key"
 )
 
-// runPostgresOnce runs fn once in a transaction and commits it, returning
+// runOnce runs fn once in a transaction and commits it, returning
 // the changes it noted. The attempt has writeAttemptTimeout up to the
 // commit and commitTimeout for it; an attempt ended by its time limit, or
 // by Close, fails with ErrUnavailable.
-func (s *Store) runPostgresOnce(fn func(tx *Tx) error) ([]Change, error) {
-	s.transactions.Add(1)
-	s.operations.Add(1)
+func (p *postgres) runOnce(fn func(tx *Tx) error) ([]Change, error) {
+	p.stats.transactions.Add(1)
+	p.stats.operations.Add(1)
 	// One context for BEGIN, the statements and COMMIT (database/sql
 	// commits with BEGIN's context), ended by the timer.
-	ctx, end := context.WithCancel(s.pg.writesCtx)
+	ctx, end := context.WithCancel(p.writesCtx)
 	defer end()
 	limit := time.AfterFunc(writeAttemptTimeout, end)
 	defer limit.Stop()
-	sqlTx, err := s.readers.BeginTxx(ctx, nil)
+	sqlTx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, unavailableError{driver: err, message: msgAttemptEnded}
 		}
 		return nil, beginError{err} // nothing was written: safe to run again
 	}
-	tx := &Tx{pg: sqlTx, ctx: ctx, node: s.node}
-	err = runOp(&writeOp{fn: fn}, tx, s.log)
+	tx := &Tx{pg: sqlTx, ctx: ctx, node: p.node}
+	err = runOp(&writeOp{fn: fn}, tx, p.log)
 	if err == nil && !limit.Stop() {
 		err = context.DeadlineExceeded // out of time after fn's last statement
 	}

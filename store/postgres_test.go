@@ -18,7 +18,7 @@ import (
 // twoNodes opens two stores on one new PostgreSQL database: two nodes.
 func twoNodes(t *testing.T) (a, b *store.Store, url string) {
 	t.Helper()
-	url = pg.NewDatabase(t)
+	url = pg.Server(t).NewDatabase(t)
 	open := func() *store.Store {
 		st, err := store.Open(url, nil)
 		if err != nil {
@@ -149,7 +149,7 @@ func TestPostgresOneAnswerWinsAcrossNodes(t *testing.T) {
 // Four nodes starting at once on a new database all open it; each
 // migration is applied once.
 func TestPostgresNodesStartingTogether(t *testing.T) {
-	url := pg.NewDatabase(t)
+	url := pg.Server(t).NewDatabase(t)
 	const nodes = 4
 	errs := make([]error, nodes)
 	var wg sync.WaitGroup
@@ -241,7 +241,7 @@ func TestPostgresChangesReachTheOtherNode(t *testing.T) {
 		return fmt.Errorf("undone")
 	})
 
-	n, err := pg.CutConnections(ctx, b.ApplicationName())
+	n, err := pg.Server(t).CutConnections(ctx, b.ApplicationName())
 	if err != nil || n == 0 {
 		t.Fatalf("cut %d connections (%v)", n, err)
 	}

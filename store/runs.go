@@ -111,7 +111,7 @@ func (tx *Tx) GetRun(id string) (*RunRow, error) {
 // GetRun reads a run; nil when there is none.
 func (s *Store) GetRun(ctx context.Context, id string) (*RunRow, error) {
 	var r RunRow
-	return rowOrNil(&r, s.get(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	return rowOrNil(&r, s.read.get(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 }
 
 // callCost is what one call of a run counts for in the run's cost: what
@@ -125,7 +125,7 @@ const callCost = `CASE WHEN status = 'denied' THEN 0 ELSE COALESCE(cost, estimat
 // again, which the agent loop counts at their estimates instead).
 func (s *Store) RunCost(ctx context.Context, runID, exceptKeyPrefix string) (float64, error) {
 	var cost float64
-	err := s.get(ctx, &cost, `SELECT COALESCE(SUM(CASE
+	err := s.read.get(ctx, &cost, `SELECT COALESCE(SUM(CASE
 			WHEN ? <> '' AND substr(COALESCE(idempotency_key, ''), 1, ?) = ? THEN 0
 			ELSE `+callCost+` END), 0)
 		FROM calls WHERE run_id = ?`, exceptKeyPrefix, len(exceptKeyPrefix), exceptKeyPrefix, runID)
@@ -135,7 +135,7 @@ func (s *Store) RunCost(ctx context.Context, runID, exceptKeyPrefix string) (flo
 // RunMessages returns a run's messages (JSON each) in order.
 func (s *Store) RunMessages(ctx context.Context, runID string) ([][]byte, error) {
 	var rows []string
-	if err := s.sel(ctx, &rows, `SELECT message FROM run_messages WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+	if err := s.read.sel(ctx, &rows, `SELECT message FROM run_messages WHERE run_id = ? ORDER BY seq`, runID); err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(rows))
@@ -149,7 +149,7 @@ func (s *Store) RunMessages(ctx context.Context, runID string) ([][]byte, error)
 // resuming them at start-up.
 func (s *Store) RunningRunIDs(ctx context.Context) ([]string, error) {
 	var ids []string
-	err := s.sel(ctx, &ids, `SELECT id FROM runs WHERE status = 'running' ORDER BY id`)
+	err := s.read.sel(ctx, &ids, `SELECT id FROM runs WHERE status = 'running' ORDER BY id`)
 	return ids, err
 }
 
@@ -192,6 +192,6 @@ func (tx *Tx) RecentCallTimes(sessionID, tool string, since time.Time) ([]time.T
 // run again at start-up.
 func (s *Store) OpenBuiltinCalls(ctx context.Context) ([]CallRow, error) {
 	var rows []CallRow
-	err := s.sel(ctx, &rows, `SELECT `+callColumns+` FROM calls WHERE session_id IS NULL AND status IN ('pending', 'delivered') ORDER BY id`)
+	err := s.read.sel(ctx, &rows, `SELECT `+callColumns+` FROM calls WHERE session_id IS NULL AND status IN ('pending', 'delivered') ORDER BY id`)
 	return rows, err
 }

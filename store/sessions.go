@@ -123,13 +123,13 @@ func (tx *Tx) GetSession(id string) (*SessionRow, error) {
 // GetSession reads one session; nil when there is none with that id.
 func (s *Store) GetSession(ctx context.Context, id string) (*SessionRow, error) {
 	var r SessionRow
-	return rowOrNil(&r, s.get(ctx, &r, qGetSession, id))
+	return rowOrNil(&r, s.read.get(ctx, &r, qGetSession, id))
 }
 
 // OpenSessions lists every session that is neither closed nor expired.
 func (s *Store) OpenSessions(ctx context.Context) ([]SessionRow, error) {
 	var rows []SessionRow
-	err := s.sel(ctx, &rows, qOpenSessions)
+	err := s.read.sel(ctx, &rows, qOpenSessions)
 	return rows, err
 }
 
@@ -141,9 +141,9 @@ func (s *Store) OpenSessionsPage(ctx context.Context, before string, limit int) 
 	var rows []SessionRow
 	var err error
 	if before == "" {
-		err = s.sel(ctx, &rows, qOpenSessionsFirstPage, limit)
+		err = s.read.sel(ctx, &rows, qOpenSessionsFirstPage, limit)
 	} else {
-		err = s.sel(ctx, &rows, qOpenSessionsPage, before, limit)
+		err = s.read.sel(ctx, &rows, qOpenSessionsPage, before, limit)
 	}
 	return rows, err
 }
@@ -151,5 +151,5 @@ func (s *Store) OpenSessionsPage(ctx context.Context, before string, limit int) 
 // FindSessionByTokenHash returns the session whose token has the hash, or nil.
 func (s *Store) FindSessionByTokenHash(ctx context.Context, hash string) (*SessionRow, error) {
 	var r SessionRow
-	return rowOrNil(&r, s.get(ctx, &r, qSessionByToken, hash))
+	return rowOrNil(&r, s.read.get(ctx, &r, qSessionByToken, hash))
 }

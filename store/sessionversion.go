@@ -84,7 +84,7 @@ func (tx *Tx) AdmitCall(sessionID, tool string) (Admission, error) {
 // may have missed notifications.
 func (s *Store) SessionsChangedSince(ctx context.Context, since time.Time) ([]SessionRow, error) {
 	var rows []SessionRow
-	err := s.sel(ctx, &rows, qSessionsChanged, ms(since))
+	err := s.read.sel(ctx, &rows, qSessionsChanged, ms(since))
 	return rows, err
 }
 
@@ -99,6 +99,6 @@ type SessionSeen struct {
 // session another node serves is still reachable.
 func (s *Store) SessionsSeenSince(ctx context.Context, since time.Time) ([]SessionSeen, error) {
 	var rows []SessionSeen
-	err := s.sel(ctx, &rows, qSessionsSeen, ms(since))
+	err := s.read.sel(ctx, &rows, qSessionsSeen, ms(since))
 	return rows, err
 }

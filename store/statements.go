@@ -48,9 +48,17 @@ func dollar(q string) string {
 	return d
 }
 
+// reads runs the store's reads on its read pool (on PostgreSQL, the pool
+// the writes share), through the statements prepared on it.
+type reads struct {
+	db       *sqlx.DB
+	prep     *prepared
+	postgres bool // the pool is PostgreSQL's
+}
+
 // bind returns q as the store's database takes it.
-func (s *Store) bind(q string) string {
-	if s.pg != nil {
+func (r *reads) bind(q string) string {
+	if r.postgres {
 		return dollar(q)
 	}
 	return q
@@ -157,40 +165,40 @@ func rowOrNil[T any](r *T, err error) (*T, error) {
 }
 
 // get reads one row from the read pool; on PostgreSQL within readTimeout,
-// its error as readFailed reports it.
-func (s *Store) get(ctx context.Context, dest any, q string, args ...any) error {
-	if st := s.readPrep.stmts[q]; st != nil {
+// its error as failed reports it.
+func (r *reads) get(ctx context.Context, dest any, q string, args ...any) error {
+	if st := r.prep.stmts[q]; st != nil {
 		return st.GetContext(ctx, dest, args...)
 	}
-	if s.pg == nil {
-		return s.readers.GetContext(ctx, dest, s.bind(q), args...)
+	if !r.postgres {
+		return r.db.GetContext(ctx, dest, q, args...)
 	}
 	limited, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	return s.readFailed(ctx, s.readers.GetContext(limited, dest, s.bind(q), args...))
+	return r.failed(ctx, r.db.GetContext(limited, dest, dollar(q), args...))
 }
 
 // sel reads rows from the read pool; on PostgreSQL within readTimeout,
-// its error as readFailed reports it.
-func (s *Store) sel(ctx context.Context, dest any, q string, args ...any) error {
-	if st := s.readPrep.stmts[q]; st != nil {
+// its error as failed reports it.
+func (r *reads) sel(ctx context.Context, dest any, q string, args ...any) error {
+	if st := r.prep.stmts[q]; st != nil {
 		return st.SelectContext(ctx, dest, args...)
 	}
-	if s.pg == nil {
-		return s.readers.SelectContext(ctx, dest, s.bind(q), args...)
+	if !r.postgres {
+		return r.db.SelectContext(ctx, dest, q, args...)
 	}
 	limited, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	return s.readFailed(ctx, s.readers.SelectContext(limited, dest, s.bind(q), args...))
+	return r.failed(ctx, r.db.SelectContext(limited, dest, dollar(q), args...))
 }
 
 // rows runs a query on the read pool for scanning by hand; on PostgreSQL
-// its error is as readFailed reports it (the rows outlive this call, so
+// its error is as failed reports it (the rows outlive this call, so
 // statement_timeout, not readTimeout, bounds them).
-func (s *Store) rows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := s.readPrep.stmts[q]; st != nil {
+func (r *reads) rows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := r.prep.stmts[q]; st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	rows, err := s.readers.QueryContext(ctx, s.bind(q), args...)
-	return rows, s.readFailed(ctx, err)
+	rows, err := r.db.QueryContext(ctx, r.bind(q), args...)
+	return rows, r.failed(ctx, err)
 }

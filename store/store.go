@@ -10,8 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,45 +21,22 @@ import (
 
 // Store is an open toolgate database.
 type Store struct {
-	writer    *sqlx.DB   // exactly one connection: SQLite has one writer anyway
-	writeConn *sqlx.Conn // that connection, held by the store from Open to Close
-	readers   *sqlx.DB   // read-only pool
-
-	writePrep *prepared // statements prepared on the writer's connection
-	readPrep  *prepared // statements prepared on the read pool
-
-	mu     sync.RWMutex // guards closed against sends on ops
-	closed bool
-	ops    chan *writeOp
-	done   chan struct{}
-
-	checkpointer    *sqlx.DB // copies the WAL back, off the writer's path
-	stopCheckpoints chan struct{}
-	checkpointsDone chan struct{}
-	// quietCheckpoints carries a checkpoint for the writer to run between
-	// two batches, when the WAL has grown long.
-	quietCheckpoints chan func()
+	read reads         // the read pool (statements.go)
+	w    *sqliteWriter // the single writer (writer.go); nil on PostgreSQL
+	cp   *checkpointer // copies the WAL back (checkpoint.go); nil on PostgreSQL
+	pg   *postgres     // what runs only on PostgreSQL (postgres.go); nil on SQLite
 
 	tail   *eventTail    // recent events in memory
 	finals *recentFinals // records of calls that just ended
-	// openRows are the rows of open calls this process stored; the writer
-	// goroutine's alone.
-	openRows openRows
 
 	// log receives what the writer and the checkpointer cannot return to
 	// anyone: failed background writes, panics, failed checkpoints.
 	log *slog.Logger
 
-	transactions atomic.Int64
-	operations   atomic.Int64
+	stats writeStats
 
 	node   string // this process's node id (cluster.go)
 	shared bool   // other nodes may share the database
-
-	changesMu sync.Mutex
-	onChanges func([]Change) // told of other nodes' changes (cluster.go)
-
-	pg *postgres // what runs only on PostgreSQL (postgres.go); nil on SQLite
 
 	// ResyncEvery is how often, on PostgreSQL, the function set with
 	// OnChanges is told ChangeResync even when no notification was
@@ -161,21 +136,29 @@ func openSQLite(path string, log *slog.Logger) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		log:       log,
-		writer:    writer,
-		writeConn: writeConn,
-		readers:   readers,
-		writePrep: writePrep,
-		readPrep:  readPrep,
-		tail:      newEventTail(),
-		finals:    newRecentFinals(),
-		openRows:  openRows{},
-		ops:       make(chan *writeOp, 1024),
-		node:      newNodeID(),
-		done:      make(chan struct{}),
-		Now:       time.Now,
+		log:         log,
+		read:        reads{db: readers, prep: readPrep},
+		tail:        newEventTail(),
+		finals:      newRecentFinals(),
+		node:        newNodeID(),
+		Now:         time.Now,
+		ResyncEvery: defaultResyncEvery,
 	}
-	s.ResyncEvery = defaultResyncEvery
+	s.w = &sqliteWriter{
+		db:     writer,
+		conn:   writeConn,
+		prep:   writePrep,
+		ops:    make(chan *writeOp, 1024),
+		done:   make(chan struct{}),
+		quiet:  make(chan func()),
+		tail:   s.tail,
+		finals: s.finals,
+		rows:   openRows{},
+		node:   s.node,
+		stats:  &s.stats,
+		log:    log,
+		now:    func() time.Time { return s.Now() },
+	}
 	cp, err := openCheckpointer(path)
 	if err != nil {
 		writePrep.close()
@@ -185,12 +168,9 @@ func openSQLite(path string, log *slog.Logger) (*Store, error) {
 		readers.Close()
 		return nil, fmt.Errorf("store: open %s for checkpoints: %w", path, err)
 	}
-	s.checkpointer = cp
-	s.stopCheckpoints = make(chan struct{})
-	s.checkpointsDone = make(chan struct{})
-	s.quietCheckpoints = make(chan func())
-	go s.runCheckpoints()
-	go s.runWriter()
+	s.cp = &checkpointer{db: cp, stop: make(chan struct{}), done: make(chan struct{}), quiet: s.w.quiet, log: log}
+	go s.cp.run()
+	go s.w.run()
 	return s, nil
 }
 
@@ -223,31 +203,24 @@ func createPrivate(path string, log *slog.Logger) error {
 // closes the database.
 func (s *Store) Close() error {
 	if s.pg != nil {
-		return s.closePostgres()
+		return s.pg.close()
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.w.stop() {
 		return nil
 	}
-	s.closed = true
-	close(s.ops)
-	s.mu.Unlock()
-	<-s.done
-	close(s.stopCheckpoints)
-	<-s.checkpointsDone
-	s.writePrep.close()
-	s.readPrep.close()
-	return errors.Join(s.writeConn.Close(), s.readers.Close(), s.writer.Close(), s.checkpointer.Close())
+	s.cp.halt()
+	s.w.prep.close()
+	s.read.prep.close()
+	return errors.Join(s.w.conn.Close(), s.read.db.Close(), s.w.db.Close(), s.cp.db.Close())
 }
 
 // Transactions returns how many write transactions have been committed or
 // attempted since Open; Operations how many write operations they carried.
 // Their ratio is the group-commit factor.
-func (s *Store) Transactions() int64 { return s.transactions.Load() }
+func (s *Store) Transactions() int64 { return s.stats.transactions.Load() }
 
 // Operations returns how many write operations have been run since Open.
-func (s *Store) Operations() int64 { return s.operations.Load() }
+func (s *Store) Operations() int64 { return s.stats.operations.Load() }
 
 // migrateSQLite applies SQLite's migrations (migrations.FS).
 func migrateSQLite(db *sqlx.DB) error {
@@ -311,7 +284,7 @@ var (
 
 // Setting reads a value from the settings table; ok is false when unset.
 func (s *Store) Setting(ctx context.Context, key string) (value string, ok bool, err error) {
-	err = s.get(ctx, &value, qGetSetting, key)
+	err = s.read.get(ctx, &value, qGetSetting, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -353,5 +326,5 @@ func fromNullMS(v sql.NullInt64) time.Time {
 // Ping checks that the database answers a read.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	return s.readers.GetContext(ctx, &one, `SELECT 1`)
+	return s.read.db.GetContext(ctx, &one, `SELECT 1`)
 }

@@ -142,17 +142,17 @@ func (tx *Tx) SessionTools(sessionID string) ([]ToolRow, error) {
 func (s *Store) ToolsPage(ctx context.Context, afterSession, afterName string, limit int) ([]ToolRow, error) {
 	var rows []ToolRow
 	if afterSession == "" {
-		err := s.sel(ctx, &rows, qToolsFirstPage, limit)
+		err := s.read.sel(ctx, &rows, qToolsFirstPage, limit)
 		return rows, err
 	}
-	if err := s.sel(ctx, &rows, qToolsOfSessionAfter, afterSession, afterName, limit); err != nil {
+	if err := s.read.sel(ctx, &rows, qToolsOfSessionAfter, afterSession, afterName, limit); err != nil {
 		return nil, err
 	}
 	if len(rows) == limit {
 		return rows, nil
 	}
 	var more []ToolRow
-	err := s.sel(ctx, &more, qToolsOfSessionsBefore, afterSession, limit-len(rows))
+	err := s.read.sel(ctx, &more, qToolsOfSessionsBefore, afterSession, limit-len(rows))
 	return append(rows, more...), err
 }
 
@@ -169,6 +169,6 @@ func (s *Store) ListTools(ctx context.Context, sessionID string) ([]ToolRow, err
 		args = append(args, sessionID)
 	}
 	q += ` ORDER BY t.session_id, t.name`
-	err := s.sel(ctx, &rows, q, args...)
+	err := s.read.sel(ctx, &rows, q, args...)
 	return rows, err
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -52,6 +55,40 @@ type Tx struct {
 	node    string      // the store's node id, for the rows that name it
 }
 
+// sqliteWriter is the SQLite store's single writer: one goroutine (run)
+// commits the operations handed to it (submit) in batches, on a
+// connection of its own, and tells the caches what each commit changed.
+type sqliteWriter struct {
+	db   *sqlx.DB   // exactly one connection: SQLite has one writer anyway
+	conn *sqlx.Conn // that connection, held from Open to Close
+	prep *prepared  // statements prepared on it
+
+	mu     sync.RWMutex // guards closed against sends on ops
+	closed bool
+	ops    chan *writeOp
+	done   chan struct{} // closed when run has returned
+	// quiet carries a checkpoint for the writer to run between two
+	// batches, when the WAL has grown long (checkpoint.go).
+	quiet chan func()
+
+	tail   *eventTail    // told what each commit appended
+	finals *recentFinals // told the calls each commit ended
+	// rows are the rows of open calls this process stored; run's alone.
+	rows openRows
+
+	node  string // the store's node id, for the rows that name it
+	stats *writeStats
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// writeStats counts the write transactions and the operations they
+// carried, for Store.Transactions and Store.Operations.
+type writeStats struct {
+	transactions atomic.Int64
+	operations   atomic.Int64
+}
+
 // writeOp is one operation waiting for the writer.
 type writeOp struct {
 	fn     func(tx *Tx) error
@@ -68,10 +105,10 @@ type writeOp struct {
 // handed over, so a caller never reports failure for a change that committed.
 func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	if s.pg != nil {
-		return s.writePostgres(ctx, fn)
+		return s.pg.write(ctx, fn)
 	}
 	op := &writeOp{fn: fn, result: make(chan error, 1)}
-	if err := s.submit(ctx, op); err != nil {
+	if err := s.w.submit(ctx, op); err != nil {
 		return err
 	}
 	return <-op.result
@@ -103,40 +140,41 @@ func WriteValue[T any](ctx context.Context, s *Store, fn func(tx *Tx) (T, error)
 // its own.)
 func (s *Store) WriteAsync(fn func(tx *Tx) error) {
 	if s.pg != nil {
-		s.writePostgresAsync(fn)
+		s.pg.writeAsync(fn)
 		return
 	}
-	_ = s.submit(context.Background(), &writeOp{fn: fn})
+	_ = s.w.submit(context.Background(), &writeOp{fn: fn})
 }
 
-func (s *Store) submit(ctx context.Context, op *writeOp) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+// submit hands op to the writer; ErrClosed once it stopped.
+func (w *sqliteWriter) submit(ctx context.Context, op *writeOp) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
 		return ErrClosed
 	}
 	select {
-	case s.ops <- op:
+	case w.ops <- op:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// runWriter is the single writer: it takes every operation already waiting
+// run is the single writer: it takes every operation already waiting
 // (up to maxBatch; yielding once first while the batch is small) and
 // commits them together. Between batches it runs the checkpoint handed to
 // it when the WAL has grown long (checkpoint.go).
-func (s *Store) runWriter() {
-	defer close(s.done)
+func (w *sqliteWriter) run() {
+	defer close(w.done)
 	batch := make([]*writeOp, 0, maxBatch)
 	for {
 		var op *writeOp
 		select {
-		case quiet := <-s.quietCheckpoints:
+		case quiet := <-w.quiet:
 			quiet()
 			continue
-		case next, ok := <-s.ops:
+		case next, ok := <-w.ops:
 			if !ok {
 				return
 			}
@@ -147,7 +185,7 @@ func (s *Store) runWriter() {
 	drain:
 		for len(batch) < maxBatch {
 			select {
-			case next, ok := <-s.ops:
+			case next, ok := <-w.ops:
 				if !ok {
 					break drain
 				}
@@ -163,8 +201,24 @@ func (s *Store) runWriter() {
 				break drain
 			}
 		}
-		s.commitBatch(batch)
+		w.commitBatch(batch)
 	}
+}
+
+// stop stops taking operations, waits for run to commit those already
+// submitted and return, and reports whether this call stopped it (false
+// when it had stopped already).
+func (w *sqliteWriter) stop() bool {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
+	w.closed = true
+	close(w.ops)
+	w.mu.Unlock()
+	<-w.done
+	return true
 }
 
 // commitBatch runs the operations in one transaction. It first runs them
@@ -176,9 +230,9 @@ func (s *Store) runWriter() {
 // touches that an earlier one of the batch had already changed.) An
 // operation that refused before writing (see Refuse) fails alone in either
 // pass, without a second one.
-func (s *Store) commitBatch(batch []*writeOp) {
-	s.transactions.Add(1)
-	s.operations.Add(int64(len(batch)))
+func (w *sqliteWriter) commitBatch(batch []*writeOp) {
+	w.stats.transactions.Add(1)
+	w.stats.operations.Add(int64(len(batch)))
 	errs := make([]error, len(batch))
 	finish := func(commitErr error) {
 		for i, op := range batch {
@@ -191,7 +245,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			if op.result != nil {
 				op.result <- err
 			} else if err != nil {
-				s.log.Error("store: background write failed", "err", err)
+				w.log.Error("store: background write failed", "err", err)
 			}
 		}
 	}
@@ -203,7 +257,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		}
 		finish(nil)
 	}
-	tx, err := s.begin()
+	tx, err := w.begin()
 	if err != nil {
 		failAll(err)
 		return
@@ -211,7 +265,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 	failed := -1
 	for i, op := range batch {
 		mark := tx.changes.len()
-		errs[i] = runOp(op, tx, s.log)
+		errs[i] = runOp(op, tx, w.log)
 		if r, ok := errs[i].(refusal); ok {
 			errs[i] = r.err // nothing written: nothing to undo
 			tx.changes.truncate(mark)
@@ -223,17 +277,17 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		}
 	}
 	if failed < 0 {
-		finish(s.commit(tx))
+		finish(w.commit(tx))
 		return
 	}
-	tx.rollback()
+	w.rollback(tx)
 	if len(batch) == 1 {
 		finish(nil)
 		return
 	}
 	// Again, each operation on its own savepoint.
 	clear(errs)
-	if tx, err = s.begin(); err != nil {
+	if tx, err = w.begin(); err != nil {
 		failAll(err)
 		return
 	}
@@ -243,7 +297,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			continue
 		}
 		mark := tx.changes.len()
-		errs[i] = runOp(op, tx, s.log)
+		errs[i] = runOp(op, tx, w.log)
 		if r, ok := errs[i].(refusal); ok {
 			errs[i] = r.err
 		}
@@ -251,7 +305,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 			tx.changes.truncate(mark)
 			if _, err := tx.exec(qRollbackTo); err != nil {
 				// The transaction is unusable; fail every operation.
-				tx.rollback()
+				w.rollback(tx)
 				failAll(err)
 				return
 			}
@@ -259,39 +313,39 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		if _, err := tx.exec(qRelease); err != nil {
 			// The operation's writes could not be told apart from the
 			// batch's any more; fail every operation.
-			tx.rollback()
+			w.rollback(tx)
 			failAll(err)
 			return
 		}
 	}
-	finish(s.commit(tx))
+	finish(w.commit(tx))
 }
 
 // begin starts the writer's transaction.
-func (s *Store) begin() (*Tx, error) {
-	tx := &Tx{conn: s.writeConn, prep: s.writePrep, rows: s.openRows, node: s.node}
+func (w *sqliteWriter) begin() (*Tx, error) {
+	tx := &Tx{conn: w.conn, prep: w.prep, rows: w.rows, node: w.node}
 	if _, err := tx.exec(qBegin); err != nil {
 		return nil, err
 	}
 	return tx, nil
 }
 
-// rollback undoes the transaction. Its error is not reported: after a
-// failed statement SQLite may have rolled back already, and then there is
-// nothing left to undo.
-func (tx *Tx) rollback() { tx.exec(qRollback) }
+// rollback undoes tx, the writer's transaction. Its error is not
+// reported: after a failed statement SQLite may have rolled back already,
+// and then there is nothing left to undo.
+func (w *sqliteWriter) rollback(tx *Tx) { tx.exec(qRollback) }
 
 // commit commits tx and, only once committed, tells the event tail, the
 // recent finals and the open rows what it changed. A commit that fails is
 // rolled back, so the connection is never left inside a transaction.
-func (s *Store) commit(tx *Tx) error {
+func (w *sqliteWriter) commit(tx *Tx) error {
 	if _, err := tx.exec(qCommit); err != nil {
-		tx.rollback()
+		w.rollback(tx)
 		return err
 	}
-	s.tail.apply(&tx.changes, s.Now())
-	s.finals.put(tx.changes.finals)
-	s.openRows.apply(tx.changes.rows.list)
+	w.tail.apply(&tx.changes, w.now())
+	w.finals.put(tx.changes.finals)
+	w.rows.apply(tx.changes.rows.list)
 	return nil
 }
 

@@ -123,7 +123,7 @@ func TestBrokenTransactionFailsTheBatch(t *testing.T) {
 	queued := make([]*writeOp, len(ops))
 	for i, fn := range ops {
 		queued[i] = &writeOp{fn: fn, result: make(chan error, 1)}
-		if err := s.submit(ctx, queued[i]); err != nil {
+		if err := s.w.submit(ctx, queued[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,9 +163,9 @@ func TestWriteValueReturnsTheCommittedRun(t *testing.T) {
 		})
 		got <- result{v, err}
 	}()
-	testwait.Until(t, 5*time.Second, "the value's operation queued", func() bool { return len(s.ops) > 0 })
+	testwait.Until(t, 5*time.Second, "the value's operation queued", func() bool { return len(s.w.ops) > 0 })
 	failing := &writeOp{fn: func(tx *Tx) error { return errors.New("refused") }, result: make(chan error, 1)}
-	if err := s.submit(ctx, failing); err != nil {
+	if err := s.w.submit(ctx, failing); err != nil {
 		t.Fatal(err)
 	}
 	release()

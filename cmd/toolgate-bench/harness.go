@@ -49,7 +49,7 @@ func runHarness(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if cfg.Only == "" || cfg.Only == "nodes" {
+	if (cfg.Only == "" && !cfg.NoNodes) || cfg.Only == "nodes" {
 		if err := nodesFigures(ctx, cfg, c, bin, tmp, agentKey); err != nil {
 			return fmt.Errorf("several nodes: %w", err)
 		}

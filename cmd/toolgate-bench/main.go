@@ -97,6 +97,7 @@ type config struct {
 	CommitCountCalls int           `json:"commit_count_calls"`
 	StatsSettle      time.Duration `json:"stats_settle_ns"`
 	Only             string        `json:"only,omitempty"`
+	NoNodes          bool          `json:"no_nodes,omitempty"`
 	Out              string        `json:"-"`
 	CPUProfile       string        `json:"-"`
 	Note             string        `json:"-"`
@@ -119,6 +120,7 @@ func parseHarnessFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.CommitCountCalls, "commit-count-calls", 1000, "calls the database commits per call are counted over (several-nodes figures)")
 	fs.DurationVar(&cfg.StatsSettle, "stats-settle", 11*time.Second, "wait before each reading of PostgreSQL's commit count (an idle backend reports within 10 s)")
 	fs.StringVar(&cfg.Only, "only", "", `"idle" takes the idle-session figures alone (every transport), "nodes" the figures of SQLite, PostgreSQL and three nodes on PostgreSQL alone, skipping the rest`)
+	fs.BoolVar(&cfg.NoNodes, "no-nodes", false, "leave out the several-nodes figures (they need PostgreSQL's server programs)")
 	fs.StringVar(&cfg.Out, "out", "bench/results.json", "where results.json is written")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of this process while it runs toolgate_sse in-process at the first concurrency")
 	fs.StringVar(&cfg.Note, "note", "", "a remark recorded with the machine (e.g. other work shared it)")

@@ -12,7 +12,6 @@ package gatewaytest
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testlog"
 )
 
 var (
@@ -99,7 +100,7 @@ type Gateway struct {
 	args    []string
 	logTail int
 	cmd     *exec.Cmd
-	stderr  *lockedBuffer
+	stderr  *testlog.LockedBuffer
 	exited  chan struct{}
 }
 
@@ -121,7 +122,7 @@ func StartTogether(t testing.TB, configs ...Config) []*Gateway {
 	bin := Binary(t)
 	gateways := make([]*Gateway, len(configs))
 	for i, cfg := range configs {
-		g := &Gateway{Name: cfg.Name, AgentKey: cfg.AgentKey, DB: cfg.DB, t: t, bin: bin, args: cfg.Args, logTail: cfg.LogTail, stderr: &lockedBuffer{}}
+		g := &Gateway{Name: cfg.Name, AgentKey: cfg.AgentKey, DB: cfg.DB, t: t, bin: bin, args: cfg.Args, logTail: cfg.LogTail, stderr: &testlog.LockedBuffer{}}
 		if g.Name == "" {
 			g.Name = "toolgate"
 		}
@@ -263,23 +264,4 @@ func (g *Gateway) tailNote() string {
 		return ""
 	}
 	return fmt.Sprintf(" (last %d lines)", g.logTail)
-}
-
-// lockedBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

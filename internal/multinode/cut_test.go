@@ -39,7 +39,7 @@ func TestConnectionsCut(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond) // the wait is held
 
-	cut, err := pg.CutConnections(ctx, "node2")
+	cut, err := pg.Server(t).CutConnections(ctx, "node2")
 	if err != nil {
 		t.Fatal(err)
 	}

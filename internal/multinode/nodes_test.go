@@ -30,7 +30,7 @@ type cluster struct {
 // extraArgs are added to every node's flags.
 func startCluster(t *testing.T, n int, extraArgs ...string) *cluster {
 	t.Helper()
-	c := &cluster{DBURL: pg.NewDatabase(t)}
+	c := &cluster{DBURL: pg.Server(t).NewDatabase(t)}
 	db, err := sqlx.Open("pgx", c.DBURL+"&application_name=multinode-test")
 	if err != nil {
 		t.Fatal(err)
