@@ -51,9 +51,6 @@ const noModelMessage = "no model is configured: start toolgate with --llm-model 
 // about them, and sets up the model when one is configured.
 func newAgent(e *Engine, cfg Config, log *slog.Logger) (*Agent, error) {
 	reg := agentloop.NewRegistry(e.Hooks())
-	if cfg.HTTPRequestRuns != "" && cfg.HTTPRequestRuns != "agent" && cfg.HTTPRequestRuns != "all" {
-		return nil, fmt.Errorf("--http-request-runs must be agent or all, not %q", cfg.HTTPRequestRuns)
-	}
 	httpRequest, err := agentloop.NewHTTPRequestTool(agentloop.HTTPRequestOptions{Allow: cfg.HTTPAllow, SessionRuns: cfg.HTTPRequestRuns == "all"})
 	if err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func TestServeAbuseLimitFlags(t *testing.T) {
 
 	cfg, _, err = serveFlags([]string{"--session-rate", "0.5", "--session-burst", "300", "--trusted-proxies", "10.0.0.0/8, 127.0.0.1",
 		"--max-runs-per-session", "1", "--run-rate", "0", "--run-burst", "3", "--max-open-calls-per-session", "0",
-		"--address-run-rate", "0.25", "--address-run-burst", "0", "--max-session-runs", "8"})
+		"--address-run-rate", "0.25", "--address-run-burst", "0", "--max-runs-all-sessions", "8"})
 	if err != nil || cfg.SessionRate != 0.5 || cfg.SessionBurst != 300 || !slices.Equal(cfg.TrustedProxies, []string{"10.0.0.0/8", "127.0.0.1"}) ||
 		cfg.MaxRunsPerSession != 1 || cfg.RunRate >= 0 || cfg.RunBurst != 3 || cfg.MaxOpenCallsPerSession >= 0 ||
 		cfg.AddressRunRate != 0.25 || cfg.AddressRunBurst >= 0 || cfg.MaxSessionRuns != 8 {
@@ -63,7 +63,7 @@ func TestServeAbuseLimitFlags(t *testing.T) {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
 
-	if _, _, err := serveFlags([]string{"--trusted-proxies", "proxy.internal"}); err == nil || !strings.Contains(err.Error(), "trusted proxies") {
+	if _, _, err := serveFlags([]string{"--trusted-proxies", "proxy.internal"}); err == nil || !strings.Contains(err.Error(), "trusted-proxies") {
 		t.Errorf("a trusted proxy that is a name: %v", err)
 	}
 	t.Setenv("TOOLGATE_RUN_RATE", "fast")
