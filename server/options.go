@@ -80,8 +80,10 @@ func Options() options.Table[Config] {
 			dur("event-retention", "24h", "1s", "8760h", "how long stream events are kept for replay", func(c *Config) any { return &c.EventRetention }),
 			{Name: "max-metadata-bytes", Default: "4096", Unit: "bytes", Min: "2", Max: "1048576", Legacy: options.LegacyZeroDefault,
 				Help: "largest session metadata, in bytes of compact JSON (413 past it)", Field: func(c *Config) any { return &c.MaxMetadataBytes }},
-			rate("session-rate", "2", "sessions one client address (IPv6: /64) may create per second, after its burst", func(c *Config) any { return &c.SessionRate }),
-			limit("session-burst", "100", "sessions", "sessions one client address may create at once", func(c *Config) any { return &c.SessionBurst }),
+			withAliases(rate("address-session-rate", "2", "sessions one client address (IPv6: /64) may create per second, after its burst", func(c *Config) any { return &c.SessionRate }),
+				options.Alias{Name: "session-rate", Env: "TOOLGATE_SESSION_RATE", Key: "session_rate"}),
+			withAliases(limit("address-session-burst", "100", "sessions", "sessions one client address may create at once", func(c *Config) any { return &c.SessionBurst }),
+				options.Alias{Name: "session-burst", Env: "TOOLGATE_SESSION_BURST", Key: "session_burst"}),
 		}},
 		{conns, []options.Option[Config]{
 			{Name: "max-body-bytes", Default: "1048576", Unit: "bytes", Min: "1024", Max: "1073741824", Legacy: options.LegacyZeroDefault,
@@ -103,11 +105,8 @@ func Options() options.Table[Config] {
 			limit("run-burst", "10", "runs", "runs one session's token may start at once", func(c *Config) any { return &c.RunBurst }),
 			rate("address-run-rate", "0.5", "runs one client address (IPv6: /64) may start with session tokens per second, whatever the session, after its burst", func(c *Config) any { return &c.AddressRunRate }),
 			limit("address-run-burst", "20", "runs", "runs one client address may start with session tokens at once, whatever the session", func(c *Config) any { return &c.AddressRunBurst }),
-			func() options.Option[Config] {
-				o := limit("max-runs-all-sessions", "16", "runs", "runs started with session tokens that may be in progress at once in the whole gateway, all sessions together (the agent key's are not counted)", func(c *Config) any { return &c.MaxSessionRuns })
-				o.Aliases = []options.Alias{{Name: "max-session-runs", Env: "TOOLGATE_MAX_SESSION_RUNS", Key: "max_session_runs"}}
-				return o
-			}(),
+			withAliases(limit("max-runs-all-sessions", "16", "runs", "runs started with session tokens that may be in progress at once in the whole gateway, all sessions together (the agent key's are not counted)", func(c *Config) any { return &c.MaxSessionRuns }),
+				options.Alias{Name: "max-session-runs", Env: "TOOLGATE_MAX_SESSION_RUNS", Key: "max_session_runs"}),
 			{Name: "max-runs-per-address", Default: "auto", Unit: "runs", Min: "1", Max: "1000000", Auto: true, Off: true, Legacy: options.LegacyZeroAutoNegativeOff,
 				Help:  "runs started with session tokens one client address (IPv6: /64) may have in progress at once, whatever the session; auto is a quarter of --max-runs-all-sessions, at least 1",
 				Field: func(c *Config) any { return &c.MaxRunsPerAddress }},
@@ -141,6 +140,12 @@ func Options() options.Table[Config] {
 		}
 	}
 	return table
+}
+
+// withAliases gives o the old names it is still accepted under.
+func withAliases(o options.Option[Config], aliases ...options.Alias) options.Option[Config] {
+	o.Aliases = aliases
+	return o
 }
 
 // mcpServerList is Config.MCPServers as a list option: NAME=TARGET a line.

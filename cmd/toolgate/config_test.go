@@ -240,13 +240,13 @@ func TestNegativeDurationsAreErrors(t *testing.T) {
 // with a warning that says what to write instead.
 func TestOffAutoAndOldSpellings(t *testing.T) {
 	clearEnv(t)
-	cfg, warnings, err := serveFlags([]string{"--session-rate", "off", "--max-runs-per-session", "unlimited", "--max-runs-per-address", "off",
+	cfg, warnings, err := serveFlags([]string{"--address-session-rate", "off", "--max-runs-per-session", "unlimited", "--max-runs-per-address", "off",
 		"--max-connections", "auto", "--max-connections-per-address", "off", "--max-run-input-bytes", "off"})
 	if err != nil || len(warnings) > 0 || cfg.SessionRate >= 0 || cfg.MaxRunsPerSession >= 0 || cfg.MaxRunsPerAddress >= 0 ||
 		cfg.MaxConnections != 0 || cfg.MaxConnectionsPerAddress >= 0 || cfg.MaxRunInputBytes >= 0 {
 		t.Fatalf("off and auto: %+v, %q, %v", cfg, warnings, err)
 	}
-	for _, bad := range [][]string{{"--session-rate", "unlimited"}, {"--max-tools-per-session", "off"}, {"--max-connections", "off"}, {"--run-burst", "auto"}, {"--log-level", "loud"}} {
+	for _, bad := range [][]string{{"--address-session-rate", "unlimited"}, {"--max-tools-per-session", "off"}, {"--max-connections", "off"}, {"--run-burst", "auto"}, {"--log-level", "loud"}} {
 		if _, _, err := serveFlags(bad); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%q: %v", bad, err)
 		}
@@ -254,7 +254,7 @@ func TestOffAutoAndOldSpellings(t *testing.T) {
 
 	file := writeConfig(t, "max_tools: 12\n")
 	t.Setenv("TOOLGATE_MAX_STREAM_SESSIONS", "5")
-	cfg, warnings, err = serveFlags([]string{"--config", file, "--max-session-runs", "8", "--session-burst", "0", "--max-connections-per-address", "-1", "--heartbeat", "0"})
+	cfg, warnings, err = serveFlags([]string{"--config", file, "--max-session-runs", "8", "--address-session-burst", "0", "--max-connections-per-address", "-1", "--heartbeat", "0"})
 	if err != nil || cfg.MaxSessionRuns != 8 || cfg.MaxToolsPerSess != 12 || cfg.MaxStreamSessions != 5 || cfg.SessionBurst >= 0 ||
 		cfg.MaxConnectionsPerAddress >= 0 || cfg.Heartbeat != 15*time.Second {
 		t.Fatalf("old names and spellings: %+v, %v", cfg, err)
@@ -263,7 +263,7 @@ func TestOffAutoAndOldSpellings(t *testing.T) {
 	for _, want := range []string{"--max-session-runs is an old name kept for one more release: say --max-runs-all-sessions",
 		"TOOLGATE_MAX_STREAM_SESSIONS is an old name kept for one more release: say TOOLGATE_MAX_SESSIONS_PER_STREAM",
 		"max_tools is an old name kept for one more release: say max_tools_per_session",
-		"--session-burst 0 means off, an old spelling accepted for one more release: say off",
+		"--address-session-burst 0 means off, an old spelling accepted for one more release: say off",
 		"--max-connections-per-address -1 means off", "--heartbeat 0 means the default (15s)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings:\n%s\nwant one containing %q", all, want)

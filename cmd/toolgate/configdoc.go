@@ -43,7 +43,7 @@ trusted_proxies:
   - 10.0.0.0/8
 event_retention: 72h
 max_runs_per_session: 2
-session_rate: off
+address_session_rate: off
 max_connections_per_address: auto
 mcp_servers:
   - files=http://localhost:3001/mcp
