@@ -37,7 +37,7 @@ func TestConfigurationDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != want {
-		t.Fatalf("docs/CONFIGURATION.md is out of step with the option table (server/options.go): run go test ./cmd/toolgate -run TestConfigurationDoc -update")
+		t.Fatalf("docs/CONFIGURATION.md is out of step with the option table (server/options.go): run go generate ./cmd/toolgate")
 	}
 }
 
@@ -245,6 +245,9 @@ func TestOffAutoAndOldSpellings(t *testing.T) {
 	if err != nil || len(warnings) > 0 || cfg.SessionRate >= 0 || cfg.MaxRunsPerSession >= 0 || cfg.MaxRunsPerAddress >= 0 ||
 		cfg.MaxConnections != 0 || cfg.MaxConnectionsPerAddress >= 0 || cfg.MaxRunInputBytes >= 0 {
 		t.Fatalf("off and auto: %+v, %q, %v", cfg, warnings, err)
+	}
+	if cfg, _, err := serveFlags([]string{"--log-level", "WARN", "--http-request-runs", " all"}); err != nil || cfg.LogLevel != "warn" || cfg.HTTPRequestRuns != "all" {
+		t.Errorf("values in capitals or with spaces: %q %q, %v", cfg.LogLevel, cfg.HTTPRequestRuns, err)
 	}
 	for _, bad := range [][]string{{"--address-session-rate", "unlimited"}, {"--max-tools-per-session", "off"}, {"--max-connections", "off"}, {"--run-burst", "auto"}, {"--log-level", "loud"}} {
 		if _, _, err := serveFlags(bad); err == nil || !strings.Contains(err.Error(), bad[0]) {

@@ -2,6 +2,8 @@ package main
 
 import "github.com/toolgate/toolgate/server"
 
+//go:generate go test -run TestConfigurationDoc -update .
+
 // configurationDoc is docs/CONFIGURATION.md: this introduction, then the
 // option table (server.Options) written out. A test keeps the file in
 // step with the table.
@@ -11,7 +13,7 @@ func configurationDoc() string {
 
 const configIntro = "# Configuration of `toolgate serve`\n\n" +
 	"<!-- Written from the option table in server/options.go by\n" +
-	"     go test ./cmd/toolgate -run TestConfigurationDoc -update\n" +
+	"     go generate ./cmd/toolgate (go test ./cmd/toolgate -run TestConfigurationDoc -update)\n" +
 	"     Edit the table (and the introduction in cmd/toolgate/configdoc.go), not this file. -->\n\n" +
 	`Every setting of ` + "`toolgate serve`" + ` can be given three ways: a flag, an environment
 variable, and a key of a YAML config file named by ` + "`--config FILE`" + ` (or ` + "`TOOLGATE_CONFIG`" + `).

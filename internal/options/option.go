@@ -87,6 +87,11 @@ func (o *Option[C]) Set(c *C, raw string) (warning string, err error) {
 	switch p := o.Field(c).(type) {
 	case *string:
 		*p = raw
+		for _, v := range o.Values { // INFO is info, as it was before the values were listed
+			if strings.EqualFold(t, v) {
+				*p = v
+			}
+		}
 		return "", nil
 	case *[]string:
 		*p = splitList(raw)
