@@ -354,8 +354,15 @@ func (c Config) runStartLimit() handlers.AddressLimit {
 // value outside its option's range (Options), then the settings that
 // cannot work together. Zero fields are read as their defaults.
 func (c Config) Validate() error {
+	return c.ValidateFrom(nil)
+}
+
+// ValidateFrom is Validate, naming where each out-of-range value was
+// given: from maps option names to a flag, a variable or a config file's
+// line (options.Loaded.From).
+func (c Config) ValidateFrom(from map[string]string) error {
 	c = c.withDefaults()
-	errs := Options().Check(&c)
+	errs := Options().Check(&c, from)
 	if IsPostgresURL(c.DBPath) && c.AgentKey == "" {
 		errs = append(errs, errors.New("a PostgreSQL database is shared by several nodes, which must all accept the same agent key: set --agent-key (TOOLGATE_AGENT_KEY) to the same value on every node"))
 	}

@@ -204,8 +204,8 @@ func TestAllProblemsReportedAtOnce(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"--max-body-bytes: 10 is out of range", `TOOLGATE_HEARTBEAT: "often" is not a duration`,
-		"--event-retention: -1h is out of range", "--min-timeout 2m0s is above --max-timeout 1m0s"} {
+	for _, want := range []string{"--max-body-bytes: 10 is out of range: a whole number from 1024 to 1073741824 (given by " + file + ":1: max_body_bytes)",
+		`TOOLGATE_HEARTBEAT: "often" is not a duration`, "--event-retention: -1h is out of range", "--min-timeout 2m0s is above --max-timeout 1m0s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("got:\n%v\nwant a line containing %q", err, want)
 		}

@@ -26,17 +26,17 @@ func init() {
 func serveFlags(args []string) (server.Config, []string, error) {
 	table := server.Options()
 	cfg := table.Defaults()
-	warnings, err := table.Load(&cfg, options.Sources{
+	loaded, err := table.Load(&cfg, options.Sources{
 		Args: args, LookupEnv: os.LookupEnv, Command: "toolgate serve",
 		ConfigFlag: "config", ConfigEnv: "TOOLGATE_CONFIG",
 	})
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, nil, flag.ErrHelp
 	}
-	if verr := cfg.Validate(); verr != nil || err != nil {
-		return cfg, warnings, errors.Join(err, verr)
+	if verr := cfg.ValidateFrom(loaded.From); verr != nil || err != nil {
+		return cfg, loaded.Warnings, errors.Join(err, verr)
 	}
-	return cfg, warnings, nil
+	return cfg, loaded.Warnings, nil
 }
 
 func runServe(ctx context.Context, args []string) error {

@@ -24,15 +24,30 @@ func (t Table[C]) Defaults() C {
 	return c
 }
 
-// Check reports every value of c outside its option's range, all at once.
-func (t Table[C]) Check(c *C) []error {
+// Check reports every value of c outside its option's range, all at
+// once. from, when not nil, says where an option's value was given
+// (Loaded.From), named in its error.
+func (t Table[C]) Check(c *C, from map[string]string) []error {
 	var errs []error
 	for i := range t {
 		if err := t[i].Check(c); err != nil {
+			if w := from[t[i].Name]; w != "" && w != "--"+t[i].Name {
+				err = fmt.Errorf("%w (given by %s)", err, w)
+			}
 			errs = append(errs, err)
 		}
 	}
 	return errs
+}
+
+// Loaded is what Load read besides the values.
+type Loaded struct {
+	// Warnings name the old names and old spellings used, and what to
+	// write instead.
+	Warnings []string
+	// From says where each option given was read (by option name): a
+	// flag, a variable, or a file's line and key.
+	From map[string]string
 }
 
 // Sources says where Load reads settings from.
@@ -60,14 +75,15 @@ type given struct {
 // names and old spellings, and every value that could not be read,
 // joined; flag.ErrHelp when -h was asked. Ranges are not checked here:
 // Check does that, once the whole configuration is known.
-func (t Table[C]) Load(c *C, src Sources) (warnings []string, err error) {
+func (t Table[C]) Load(c *C, src Sources) (Loaded, error) {
 	if src.LookupEnv == nil {
 		src.LookupEnv = os.LookupEnv
 	}
 	fromFlags, configPath, err := t.parseFlags(src)
 	if err != nil {
-		return nil, err
+		return Loaded{}, err
 	}
+	var warnings []string
 	var all []given
 	var errs []error
 	if configPath == "" && src.ConfigEnv != "" {
@@ -85,7 +101,9 @@ func (t Table[C]) Load(c *C, src Sources) (warnings []string, err error) {
 		}
 	}
 	all = append(all, fromFlags...)
+	from := map[string]string{}
 	for _, g := range all {
+		from[t[g.opt].Name] = g.where
 		w, err := t[g.opt].Set(c, g.raw)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", g.where, err))
@@ -95,7 +113,7 @@ func (t Table[C]) Load(c *C, src Sources) (warnings []string, err error) {
 			warnings = append(warnings, g.where+": "+w)
 		}
 	}
-	return warnings, errors.Join(errs...)
+	return Loaded{Warnings: warnings, From: from}, errors.Join(errs...)
 }
 
 // flagValue records what one flag (an option's or an alias's) was given.

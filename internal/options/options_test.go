@@ -71,20 +71,20 @@ func TestSetRefusesWhatItCannotMean(t *testing.T) {
 func TestCheckRanges(t *testing.T) {
 	tb := table()
 	c := tb.Defaults()
-	if errs := tb.Check(&c); len(errs) > 0 {
+	if errs := tb.Check(&c, nil); len(errs) > 0 {
 		t.Fatalf("defaults: %v", errs)
 	}
 	if c.Share != 0 || c.Wait != 15*time.Second || c.Rate != 0.5 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c.Wait, c.Count, c.Rate, c.Bytes, c.Level = -time.Hour, 101, 11, 1, "loud"
-	errs := tb.Check(&c)
+	errs := tb.Check(&c, nil)
 	if len(errs) != 5 {
 		t.Fatalf("%d errors, want 5: %v", len(errs), errs)
 	}
 	c = tb.Defaults()
 	c.Count, c.Share, c.Rate = -1, -1, -1
-	if errs := tb.Check(&c); len(errs) > 0 {
+	if errs := tb.Check(&c, nil); len(errs) > 0 {
 		t.Errorf("off: %v", errs)
 	}
 }
@@ -99,7 +99,7 @@ func TestLoadPrecedenceAndAliases(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tb.Defaults()
-	warnings, err := tb.Load(&c, Sources{
+	loaded, err := tb.Load(&c, Sources{
 		Args:      []string{"--config", file, "--wait", "3s", "--line", "x", "--line", "y"},
 		LookupEnv: env(map[string]string{"T_WAIT": "4s", "T_RATE": "0", "T_LINES": "p\nq"}),
 		Command:   "t", ConfigFlag: "config", ConfigEnv: "T_CONFIG",
@@ -108,7 +108,10 @@ func TestLoadPrecedenceAndAliases(t *testing.T) {
 		!slices.Equal(c.Hosts, []string{"a", "b"}) || !slices.Equal(c.Lines, lines{"x", "y"}) {
 		t.Fatalf("%+v, %v", c, err)
 	}
-	all := strings.Join(warnings, "\n")
+	all := strings.Join(loaded.Warnings, "\n")
+	if loaded.From["wait"] != "--wait" || loaded.From["name"] != file+":1: name" || loaded.From["rate"] != "T_RATE" {
+		t.Errorf("from: %q", loaded.From)
+	}
 	if !strings.Contains(all, "old_count is an old name kept for one more release: say count") || !strings.Contains(all, "T_RATE: --rate 0 means off") {
 		t.Errorf("warnings: %s", all)
 	}
