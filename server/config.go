@@ -34,7 +34,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -214,48 +213,19 @@ type Config struct {
 	SandboxCacheDir string
 	SandboxPoll     time.Duration
 
+	// LogLevel is the least level the command logs: debug, info, warn
+	// or error. Open does not read it (it is given its logger).
+	LogLevel string
+
 	// Now, when set, replaces the wall clock for grace, time-to-live and
 	// pruning decisions (tests use it to move time without sleeping).
 	Now func() time.Time
 }
 
-// DefaultConfig returns the embedded defaults.
+// DefaultConfig returns the defaults, as the option table (Options)
+// declares them.
 func DefaultConfig() Config {
-	return Config{
-		Addr:            "127.0.0.1:8080",
-		DBPath:          "./toolgate.db",
-		Heartbeat:       15 * time.Second,
-		MinHeartbeat:    time.Second,
-		PollWait:        25 * time.Second,
-		MaxPollWait:     60 * time.Second,
-		DefaultTimeout:  30 * time.Second,
-		MinTimeout:      100 * time.Millisecond,
-		MaxTimeout:      15 * time.Minute,
-		SessionGrace:    2 * time.Minute,
-		SessionTTL:      24 * time.Hour,
-		MaxToolsPerSess: 256,
-		MaxBodyBytes:    1 << 20,
-		SweepInterval:   30 * time.Second,
-		EventRetention:  24 * time.Hour,
-		ShutdownTimeout: 10 * time.Second,
-		ApprovalTimeout: 15 * time.Minute,
-
-		MaxStreamSessions: 64,
-
-		MaxMetadataBytes:       4 << 10,
-		SessionRate:            2,
-		SessionBurst:           100,
-		MaxRunsPerSession:      4,
-		RunRate:                0.2,
-		RunBurst:               10,
-		AddressRunRate:         0.5,
-		AddressRunBurst:        20,
-		MaxSessionRuns:         16,
-		MaxRunInputBytes:       8 << 20,
-		MaxOpenCallsPerSession: 1000,
-		MaxStreamsPerSession:   8,
-		BodyReadTimeout:        10 * time.Second,
-	}
+	return Options().Defaults()
 }
 
 // withDefaults fills zero fields from DefaultConfig.
@@ -380,38 +350,33 @@ func (c Config) runStartLimit() handlers.AddressLimit {
 	return handlers.AddressLimit{PerSecond: c.AddressRunRate, Burst: c.AddressRunBurst, TrustedProxies: trusted}
 }
 
-// Validate reports the first setting that cannot work.
+// Validate reports every setting that cannot work, all at once: each
+// value outside its option's range (Options), then the settings that
+// cannot work together. Zero fields are read as their defaults.
 func (c Config) Validate() error {
+	return c.ValidateFrom(nil)
+}
+
+// ValidateFrom is Validate, naming where each out-of-range value was
+// given: from maps option names to a flag, a variable or a config file's
+// line (options.Loaded.From).
+func (c Config) ValidateFrom(from map[string]string) error {
 	c = c.withDefaults()
-	var errs []error
-	positive := map[string]time.Duration{
-		"heartbeat": c.Heartbeat, "min heartbeat": c.MinHeartbeat, "poll wait": c.PollWait, "max poll wait": c.MaxPollWait,
-		"default timeout": c.DefaultTimeout, "min timeout": c.MinTimeout, "max timeout": c.MaxTimeout,
-		"session grace": c.SessionGrace, "session ttl": c.SessionTTL, "sweep interval": c.SweepInterval,
-		"approval timeout": c.ApprovalTimeout,
-	}
-	for name, v := range positive {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, v))
-		}
-	}
+	errs := Options().Check(&c, from)
 	if IsPostgresURL(c.DBPath) && c.AgentKey == "" {
 		errs = append(errs, errors.New("a PostgreSQL database is shared by several nodes, which must all accept the same agent key: set --agent-key (TOOLGATE_AGENT_KEY) to the same value on every node"))
 	}
 	if c.MinTimeout > c.MaxTimeout {
-		errs = append(errs, fmt.Errorf("min timeout %s is above max timeout %s", c.MinTimeout, c.MaxTimeout))
+		errs = append(errs, fmt.Errorf("--min-timeout %s is above --max-timeout %s", c.MinTimeout, c.MaxTimeout))
 	}
 	if c.DefaultTimeout < c.MinTimeout || c.DefaultTimeout > c.MaxTimeout {
-		errs = append(errs, fmt.Errorf("default timeout %s is outside [%s, %s]", c.DefaultTimeout, c.MinTimeout, c.MaxTimeout))
+		errs = append(errs, fmt.Errorf("--default-timeout %s is outside [--min-timeout %s, --max-timeout %s]", c.DefaultTimeout, c.MinTimeout, c.MaxTimeout))
 	}
 	if c.PollWait > c.MaxPollWait {
-		errs = append(errs, fmt.Errorf("poll wait %s is above max poll wait %s", c.PollWait, c.MaxPollWait))
-	}
-	if c.MaxBodyBytes < 1024 {
-		errs = append(errs, fmt.Errorf("request size limit %d is below 1024 bytes", c.MaxBodyBytes))
+		errs = append(errs, fmt.Errorf("--poll-wait %s is above --max-poll-wait %s", c.PollWait, c.MaxPollWait))
 	}
 	if c.LLMBaseURL != "" && !strings.HasPrefix(c.LLMBaseURL, "http://") && !strings.HasPrefix(c.LLMBaseURL, "https://") {
-		errs = append(errs, fmt.Errorf("llm base url %q must start with http:// or https://", c.LLMBaseURL))
+		errs = append(errs, fmt.Errorf("--llm-base-url %q must start with http:// or https://", c.LLMBaseURL))
 	}
 	if c.SandboxDir != "" {
 		if info, err := os.Stat(c.SandboxDir); err != nil {
@@ -420,43 +385,22 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("sandbox dir %s (--sandbox-dir, TOOLGATE_SANDBOX_DIR) is not a directory", c.SandboxDir))
 		}
 	}
-	if c.MaxToolsPerSess < 1 {
-		errs = append(errs, errors.New("max tools per session must be at least 1"))
-	}
-	if c.MaxStreamSessions < 1 {
-		errs = append(errs, errors.New("max stream sessions must be at least 1"))
-	}
-	if c.MaxMetadataBytes < 2 {
-		errs = append(errs, fmt.Errorf("max metadata bytes %d is below 2 (the size of {})", c.MaxMetadataBytes))
-	}
 	if _, err := clientaddr.ParseTrustedProxies(c.TrustedProxies); err != nil {
-		errs = append(errs, fmt.Errorf("trusted proxies: %v (give CIDR prefixes such as 10.0.0.0/8, or addresses)", err))
-	}
-	if math.IsNaN(c.SessionRate) || math.IsNaN(c.RunRate) || math.IsNaN(c.AddressRunRate) {
-		errs = append(errs, errors.New("session rate, run rate and address run rate must be numbers"))
+		errs = append(errs, fmt.Errorf("--trusted-proxies: %v (give CIDR prefixes such as 10.0.0.0/8, or addresses)", err))
 	}
 	for _, h := range c.AllowedHosts {
 		if strings.ContainsAny(h, "/ ") || h == "" {
-			errs = append(errs, fmt.Errorf("allowed host %q must be a host name such as gw.example.com, *.example.com or *, without scheme or path", h))
+			errs = append(errs, fmt.Errorf("--allowed-hosts: %q must be a host name such as gw.example.com, *.example.com or *, without scheme or path", h))
 		}
 	}
-	if c.MaxStreamsPerSession < 1 {
-		errs = append(errs, errors.New("max streams per session must be at least 1"))
-	}
-	if c.MaxConnections < 0 {
-		errs = append(errs, errors.New("max connections must not be negative (0 derives it from the file-descriptor limit)"))
-	}
 	if c.MaxConnectionsPerAddress > 0 && c.MaxConnections > 0 && c.MaxConnectionsPerAddress > c.MaxConnections {
-		errs = append(errs, fmt.Errorf("max connections per address %d is above max connections %d", c.MaxConnectionsPerAddress, c.MaxConnections))
-	}
-	if c.BodyReadTimeout < 0 {
-		errs = append(errs, fmt.Errorf("body read timeout must be positive, got %s", c.BodyReadTimeout))
+		errs = append(errs, fmt.Errorf("--max-connections-per-address %d is above --max-connections %d", c.MaxConnectionsPerAddress, c.MaxConnections))
 	}
 	switch {
 	case c.TLSCert != "" && c.TLSKey == "":
-		errs = append(errs, fmt.Errorf("tls cert %q is set without a tls key: set both to serve HTTPS, or neither", c.TLSCert))
+		errs = append(errs, fmt.Errorf("--tls-cert: tls cert %q is set without a tls key (--tls-key): set both to serve HTTPS, or neither", c.TLSCert))
 	case c.TLSKey != "" && c.TLSCert == "":
-		errs = append(errs, fmt.Errorf("tls key %q is set without a tls cert: set both to serve HTTPS, or neither", c.TLSKey))
+		errs = append(errs, fmt.Errorf("--tls-key: tls key %q is set without a tls cert (--tls-cert): set both to serve HTTPS, or neither", c.TLSKey))
 	}
 	// Imported MCP servers.
 	if err := mcpimport.ValidateAll(c.MCPServers); err != nil {

@@ -85,9 +85,9 @@ func TestConnectionSettingsValidated(t *testing.T) {
 		t.Fatalf("defaults: %d streams per session, %s body read timeout, %d connections", d.MaxStreamsPerSession, d.BodyReadTimeout, d.MaxConnections)
 	}
 	for name, c := range map[string]Config{
-		"max streams per session": {MaxStreamsPerSession: -1},
-		"max connections":         {MaxConnections: -1},
-		"body read timeout":       {BodyReadTimeout: -time.Second},
+		"--max-streams-per-session": {MaxStreamsPerSession: -1},
+		"--max-connections":         {MaxConnections: -1},
+		"--body-read-timeout":       {BodyReadTimeout: -time.Second},
 	} {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s negative: %v", name, err)

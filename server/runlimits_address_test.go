@@ -83,7 +83,7 @@ func TestSessionRunsInProgressInGateway(t *testing.T) {
 // TestDefaultsBoundOneAddressRuns is the review's reproduction with the
 // default limits: one address with many sessions, several runs each, all
 // held by the model. Runs in progress from that address stay at its share
-// of --max-session-runs (a quarter of 16), not sessions ×
+// of --max-runs-all-sessions (a quarter of 16), not sessions ×
 // MaxRunsPerSession nor the whole gateway's 16: another address, and the
 // agent key, still start runs. Before, the one address took all 16 slots
 // and every other address got 429 until its runs ended.
@@ -112,7 +112,7 @@ func TestDefaultsBoundOneAddressRuns(t *testing.T) {
 		}
 	}
 	if accepted != 4 {
-		t.Fatalf("runs accepted from one address: %d, want 4 (a quarter of the default --max-session-runs)", accepted)
+		t.Fatalf("runs accepted from one address: %d, want 4 (a quarter of the default --max-runs-all-sessions)", accepted)
 	}
 	if !strings.Contains(string(refusal), "client address 127.0.0.1 already has 4 runs") {
 		t.Fatalf("the refusal does not say which share is full: %s", refusal)

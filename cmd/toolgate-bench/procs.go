@@ -210,7 +210,7 @@ func (g *gatewayProc) start(ctx context.Context, addr string) error {
 	// Thousands of sessions come from this one address at once: the
 	// limit of sessions per client address is off for the measurement.
 	args := append([]string{"serve", "--addr", addr, "--db", g.db,
-		"--agent-key", g.agentKey, "--log-level", "warn", "--max-timeout", "15m", "--session-rate", "0"}, g.extra...)
+		"--agent-key", g.agentKey, "--log-level", "warn", "--max-timeout", "15m", "--address-session-rate", "off"}, g.extra...)
 	c, err := startChild("toolgate serve", g.bin, args...)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 )
 
 // abuseEnv lists the abuse limits' environment variables.
-var abuseEnv = []string{"TOOLGATE_TRUSTED_PROXIES", "TOOLGATE_SESSION_RATE", "TOOLGATE_SESSION_BURST",
+var abuseEnv = []string{"TOOLGATE_TRUSTED_PROXIES", "TOOLGATE_ADDRESS_SESSION_RATE", "TOOLGATE_ADDRESS_SESSION_BURST",
 	"TOOLGATE_MAX_RUNS_PER_SESSION", "TOOLGATE_RUN_RATE", "TOOLGATE_RUN_BURST", "TOOLGATE_MAX_OPEN_CALLS_PER_SESSION",
 	"TOOLGATE_ADDRESS_RUN_RATE", "TOOLGATE_ADDRESS_RUN_BURST", "TOOLGATE_MAX_SESSION_RUNS", "TOOLGATE_MAX_RUNS_PER_ADDRESS",
 	"TOOLGATE_MAX_RUN_INPUT_BYTES", "TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS"}
@@ -44,16 +44,16 @@ func TestServeAbuseLimitFlags(t *testing.T) {
 	os.Unsetenv("TOOLGATE_MAX_RUN_INPUT_BYTES")
 	os.Unsetenv("TOOLGATE_MAX_CONNECTIONS_PER_ADDRESS")
 
-	cfg, _, err = serveFlags([]string{"--session-rate", "0.5", "--session-burst", "300", "--trusted-proxies", "10.0.0.0/8, 127.0.0.1",
+	cfg, _, err = serveFlags([]string{"--address-session-rate", "0.5", "--address-session-burst", "300", "--trusted-proxies", "10.0.0.0/8, 127.0.0.1",
 		"--max-runs-per-session", "1", "--run-rate", "0", "--run-burst", "3", "--max-open-calls-per-session", "0",
-		"--address-run-rate", "0.25", "--address-run-burst", "0", "--max-session-runs", "8"})
+		"--address-run-rate", "0.25", "--address-run-burst", "0", "--max-runs-all-sessions", "8"})
 	if err != nil || cfg.SessionRate != 0.5 || cfg.SessionBurst != 300 || !slices.Equal(cfg.TrustedProxies, []string{"10.0.0.0/8", "127.0.0.1"}) ||
 		cfg.MaxRunsPerSession != 1 || cfg.RunRate >= 0 || cfg.RunBurst != 3 || cfg.MaxOpenCallsPerSession >= 0 ||
 		cfg.AddressRunRate != 0.25 || cfg.AddressRunBurst >= 0 || cfg.MaxSessionRuns != 8 {
 		t.Fatalf("from flags (run rate and open calls disabled): %+v, %v", cfg, err)
 	}
 
-	t.Setenv("TOOLGATE_SESSION_RATE", "0")
+	t.Setenv("TOOLGATE_ADDRESS_SESSION_RATE", "0")
 	t.Setenv("TOOLGATE_MAX_OPEN_CALLS_PER_SESSION", "50")
 	t.Setenv("TOOLGATE_TRUSTED_PROXIES", "fd00::/8")
 	t.Setenv("TOOLGATE_MAX_SESSION_RUNS", "0")
@@ -63,7 +63,7 @@ func TestServeAbuseLimitFlags(t *testing.T) {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
 
-	if _, _, err := serveFlags([]string{"--trusted-proxies", "proxy.internal"}); err == nil || !strings.Contains(err.Error(), "trusted proxies") {
+	if _, _, err := serveFlags([]string{"--trusted-proxies", "proxy.internal"}); err == nil || !strings.Contains(err.Error(), "trusted-proxies") {
 		t.Errorf("a trusted proxy that is a name: %v", err)
 	}
 	t.Setenv("TOOLGATE_RUN_RATE", "fast")

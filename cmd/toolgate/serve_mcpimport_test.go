@@ -26,7 +26,7 @@ func TestServeMCPServerFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--mcp-server", "files"}, `invalid value "files" for flag -mcp-server: MCP server "files": want NAME=TARGET`},
+		{[]string{"--mcp-server", "files"}, `--mcp-server: MCP server "files": want NAME=TARGET`},
 		{[]string{"--mcp-server", "my_files=http://x/mcp"}, `MCP server name "my_files" must match`},
 		{[]string{"--mcp-server", "files="}, "MCP server files: the target is empty"},
 		{[]string{"--mcp-server", "a=x", "--mcp-server", "a=y"}, `MCP server name "a" is given twice`},
@@ -46,7 +46,7 @@ func TestServeMCPServerFlag(t *testing.T) {
 		t.Fatalf("a flag over the environment: %+v, %v", cfg.MCPServers, err)
 	}
 	t.Setenv("TOOLGATE_MCP_SERVERS", "files=http://localhost:3001/mcp\nbroken")
-	if _, _, err := serveFlags(nil); err == nil || !strings.Contains(err.Error(), `TOOLGATE_MCP_SERVERS line 2: MCP server "broken": want NAME=TARGET`) {
+	if _, _, err := serveFlags(nil); err == nil || !strings.Contains(err.Error(), `TOOLGATE_MCP_SERVERS: entry 2: MCP server "broken": want NAME=TARGET`) {
 		t.Fatalf("a bad line in the environment: %v", err)
 	}
 }

@@ -42,7 +42,7 @@ func startCluster(t *testing.T, n int, extraArgs ...string) *cluster {
 		name := fmt.Sprintf("node%d", i+1)
 		configs[i] = gatewaytest.Config{
 			Name: name, DB: c.DBURL + "&application_name=" + name, AgentKey: agentKey,
-			Args: append([]string{"--session-rate", "0"}, extraArgs...), LogTail: 200,
+			Args: append([]string{"--address-session-rate", "off"}, extraArgs...), LogTail: 200,
 		}
 	}
 	c.Nodes = gatewaytest.StartTogether(t, configs...)

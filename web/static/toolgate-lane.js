@@ -1,5 +1,5 @@
 // One connection that carries the events of a group of sessions, at most
-// the gateway's `--max-stream-sessions` of them (toolgate-multi.js splits
+// the gateway's `--max-sessions-per-stream` of them (toolgate-multi.js splits
 // the sessions of every tab into such groups): `POST /v1/streams`, with
 // sessions joining and leaving it as tabs come and go, or `POST /v1/poll`
 // where a proxy holds the stream back. The wire contract is the

@@ -1,6 +1,6 @@
 // The connection of the leading tab (see toolgate-tabs.js): it carries the
 // events of every tab's session. The gateway takes at most
-// `--max-stream-sessions` (default 64) sessions on one stream or poll, so
+// `--max-sessions-per-stream` (default 64) sessions on one stream or poll, so
 // the sessions are split into lanes of at most that many, each one stream
 // (or poll) of its own (toolgate-lane.js). The limit is learned from the
 // gateway's refusals (a 400 on an open or poll, a 409 on a join); one
@@ -8,7 +8,7 @@
 
 import { SessionLane } from "./toolgate-lane.js";
 
-/** The gateway's default `--max-stream-sessions`, used until it says otherwise. */
+/** The gateway's default `--max-sessions-per-stream`, used until it says otherwise. */
 export const DEFAULT_SESSION_LIMIT = 64;
 
 /**

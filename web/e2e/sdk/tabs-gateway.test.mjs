@@ -1,7 +1,7 @@
 // Ten clients of one page sharing the page's connection (the tab
 // coordinator, with a fake Web Locks manager: Node 20 has BroadcastChannel
 // but no navigator.locks) against a real gateway started with
-// `--max-stream-sessions 4`: the sessions are split over streams of at most
+// `--max-sessions-per-stream 4`: the sessions are split over streams of at most
 // 4, and every client answers its own tool. With the multi-session
 // endpoints hidden (404, as from an earlier gateway) each client falls back
 // to a connection of its own and answers too.
@@ -17,7 +17,7 @@ const { tabCoordinator } = await import("../../static/toolgate-tabs.js");
 
 let gw;
 before(async () => {
-  gw = await startGateway({ args: ["--max-stream-sessions", "4"] });
+  gw = await startGateway({ args: ["--max-sessions-per-stream", "4"] });
 });
 afterEach(() => tabCoordinator(gw.url, {}).dispose());
 after(async () => {

@@ -1,5 +1,5 @@
 // The leading tab's connection against the gateway's limit of sessions per
-// stream (--max-stream-sessions, default 64), with the fakes of
+// stream (--max-sessions-per-stream, default 64), with the fakes of
 // lib/tab-fakes.mjs: more sessions than the limit are split over several
 // streams; a join refused with 409 moves that one session to another stream
 // and disturbs no other; a limit lower than the default, learned from a 400

@@ -1,0 +1,238 @@
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Table is a program's options, in the order help and docs list them.
+type Table[C any] []Option[C]
+
+// Defaults returns a C with every option's default set. A default that
+// does not parse is a mistake in the table and panics (a test catches it).
+func (t Table[C]) Defaults() C {
+	var c C
+	for i := range t {
+		if _, err := t[i].Set(&c, t[i].Default); err != nil {
+			panic(fmt.Sprintf("option --%s: default %q: %v", t[i].Name, t[i].Default, err))
+		}
+	}
+	return c
+}
+
+// Check reports every value of c outside its option's range, all at
+// once. from, when not nil, says where an option's value was given
+// (Loaded.From), named in its error.
+func (t Table[C]) Check(c *C, from map[string]string) []error {
+	var errs []error
+	for i := range t {
+		if err := t[i].Check(c); err != nil {
+			if w := from[t[i].Name]; w != "" && w != "--"+t[i].Name {
+				err = fmt.Errorf("%w (given by %s)", err, w)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// Loaded is what Load read besides the values.
+type Loaded struct {
+	// Warnings name the old names and old spellings used, and what to
+	// write instead.
+	Warnings []string
+	// From says where each option given was read (by option name): a
+	// flag, a variable, or a file's line and key.
+	From map[string]string
+}
+
+// Sources says where Load reads settings from.
+type Sources struct {
+	Args      []string                    // the command line after the command's name
+	LookupEnv func(string) (string, bool) // os.LookupEnv, or a test's
+	Command   string                      // e.g. "toolgate serve", for help
+	// ConfigFlag and ConfigEnv name the flag and variable that give the
+	// config file ("config", "TOOLGATE_CONFIG").
+	ConfigFlag, ConfigEnv string
+	Output                io.Writer // where -h prints; os.Stderr when nil
+}
+
+// given is one value and where it came from.
+type given struct {
+	opt   int
+	raw   string
+	where string // "--flag", "VAR", "file.yaml:7: key"
+}
+
+// Load sets in c each option given in the config file, the environment
+// and on the command line, in that order, so that a flag wins over its
+// variable and the variable over the file; options given nowhere keep
+// what c held (start from Defaults). It returns the warnings of old
+// names and old spellings, and every value that could not be read,
+// joined; flag.ErrHelp when -h was asked. Ranges are not checked here:
+// Check does that, once the whole configuration is known.
+func (t Table[C]) Load(c *C, src Sources) (Loaded, error) {
+	if src.LookupEnv == nil {
+		src.LookupEnv = os.LookupEnv
+	}
+	fromFlags, configPath, err := t.parseFlags(src)
+	if err != nil {
+		return Loaded{}, err
+	}
+	var warnings []string
+	var all []given
+	var errs []error
+	if configPath == "" && src.ConfigEnv != "" {
+		configPath, _ = src.LookupEnv(src.ConfigEnv)
+	}
+	if configPath != "" {
+		vals, w, fileErrs := t.readFile(configPath)
+		all, warnings, errs = append(all, vals...), append(warnings, w...), append(errs, fileErrs...)
+	}
+	vals, w := t.fromEnv(src.LookupEnv)
+	all, warnings = append(all, vals...), append(warnings, w...)
+	for _, g := range fromFlags {
+		if g.where != "--"+t[g.opt].Name {
+			warnings = append(warnings, fmt.Sprintf("%s is an old name kept for one more release: say --%s", g.where, t[g.opt].Name))
+		}
+	}
+	all = append(all, fromFlags...)
+	from := map[string]string{}
+	for _, g := range all {
+		from[t[g.opt].Name] = g.where
+		w, err := t[g.opt].Set(c, g.raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", g.where, err))
+			continue
+		}
+		if w != "" {
+			warnings = append(warnings, g.where+": "+w)
+		}
+	}
+	return Loaded{Warnings: warnings, From: from}, errors.Join(errs...)
+}
+
+// flagValue records what one flag (an option's or an alias's) was given.
+type flagValue struct {
+	opt   int
+	name  string
+	lines bool
+	out   *[]given
+}
+
+// String implements flag.Value.
+func (f *flagValue) String() string { return "" }
+
+// Set implements flag.Value: a repeatable list adds a line, anything
+// else replaces the value given before.
+func (f *flagValue) Set(raw string) error {
+	where := "--" + f.name
+	for i, g := range *f.out {
+		if g.opt == f.opt {
+			if f.lines {
+				(*f.out)[i].raw += "\n" + raw
+			} else {
+				(*f.out)[i] = given{opt: f.opt, raw: raw, where: where}
+			}
+			return nil
+		}
+	}
+	*f.out = append(*f.out, given{opt: f.opt, raw: raw, where: where})
+	return nil
+}
+
+// parseFlags reads the command line: the options given and the config
+// file named.
+func (t Table[C]) parseFlags(src Sources) ([]given, string, error) {
+	out := src.Output
+	if out == nil {
+		out = os.Stderr
+	}
+	fs := flag.NewFlagSet(src.Command, flag.ContinueOnError)
+	fs.SetOutput(out)
+	var vals []given
+	var configPath string
+	if src.ConfigFlag != "" {
+		fs.StringVar(&configPath, src.ConfigFlag, "", "")
+	}
+	var zero C
+	for i := range t {
+		_, lines := t[i].Field(&zero).(Lines)
+		fs.Var(&flagValue{opt: i, name: t[i].Name, lines: lines, out: &vals}, t[i].Name, t[i].Help)
+		for _, a := range t[i].Aliases {
+			if a.Name != "" {
+				fs.Var(&flagValue{opt: i, name: a.Name, lines: lines, out: &vals}, a.Name, "")
+			}
+		}
+	}
+	fs.Usage = func() { t.WriteUsage(out, src) }
+	if err := fs.Parse(src.Args); err != nil {
+		return nil, "", err
+	}
+	if fs.NArg() > 0 {
+		return nil, "", fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return vals, configPath, nil
+}
+
+// fromEnv reads the options' variables, and their old names' with a
+// warning (the new name wins when both are set).
+func (t Table[C]) fromEnv(lookup func(string) (string, bool)) ([]given, []string) {
+	var vals []given
+	var warnings []string
+	for i := range t {
+		if v, ok := lookup(t[i].Env); ok && t[i].Env != "" {
+			vals = append(vals, given{opt: i, raw: v, where: t[i].Env})
+			continue
+		}
+		for _, a := range t[i].Aliases {
+			if v, ok := lookup(a.Env); ok && a.Env != "" {
+				vals = append(vals, given{opt: i, raw: v, where: a.Env})
+				warnings = append(warnings, fmt.Sprintf("%s is an old name kept for one more release: say %s", a.Env, t[i].Env))
+				break
+			}
+		}
+	}
+	return vals, warnings
+}
+
+// WriteUsage writes the help of the options, grouped, each with the
+// values it takes, its default, its variable and its file key.
+func (t Table[C]) WriteUsage(w io.Writer, src Sources) {
+	fmt.Fprintf(w, "usage: %s [flags]\n\n", src.Command)
+	fmt.Fprintf(w, "Every setting is a flag, an environment variable and a key of the --%s file (YAML):\n", src.ConfigFlag)
+	fmt.Fprintf(w, "a flag wins over its variable, the variable over the file, the file over the default.\n\n")
+	fmt.Fprintf(w, "  --%s FILE\n    \tYAML file of settings, keys as listed below; an unknown key is an error (env %s)\n", src.ConfigFlag, src.ConfigEnv)
+	group := ""
+	for i := range t {
+		o := &t[i]
+		if o.Group != group {
+			group = o.Group
+			fmt.Fprintf(w, "\n%s:\n", group)
+		}
+		fmt.Fprintf(w, "  --%s\n    \t%s\n    \t%s; default %s (env %s; file key %s)\n", o.Name, o.Help, capitalize(o.Accepts()), o.DefaultText(), o.Env, o.Key)
+	}
+}
+
+// DefaultText is the default as help and docs show it: "unset" for an
+// empty one.
+func (o *Option[C]) DefaultText() string {
+	if o.Default == "" {
+		return "unset"
+	}
+	if o.Unit != "" && o.Unit != "duration" && o.Default != "off" && o.Default != "auto" {
+		return o.Default + " " + o.Unit
+	}
+	return o.Default
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
