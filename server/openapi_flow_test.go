@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -169,6 +171,24 @@ func TestOpenAPIRealReplies(t *testing.T) {
 	c.do("POST", "/v1/runs", agent, map[string]any{"input": "hi"}, 503) // no model configured
 	c.do("POST", "/v1/sessions/"+sid+"/settings", token, map[string]any{"auto_approve": true}, 200)
 
+	// Calls that await approval, approved and denied.
+	c.do("POST", "/v1/sessions/"+sid+"/tools", token, map[string]any{"replace": true, "tools": []any{
+		map[string]any{"name": "guarded", "description": "Needs approval", "requires_approval": "always"}}}, 200)
+	for _, decision := range []string{"approve", "deny"} {
+		held := c.decode("POST", "/v1/calls", agent, map[string]any{"session_id": sid, "tool": "guarded", "wait": false}, 202)
+		if held["status"] != "awaiting_approval" {
+			t.Fatalf("call: %v", held)
+		}
+		var body any
+		if decision == "deny" {
+			body = map[string]any{"reason": "not today"}
+		}
+		c.do("POST", "/v1/calls/"+held["id"].(string)+"/"+decision, agent, body, 200)
+	}
+
+	// A stream of several sessions: one joins it and leaves again.
+	c.multiStreamJoinLeave(sid, token)
+
 	// The session closed, then its token refused.
 	c.do("POST", "/v1/sessions/"+sid+"/close", token, nil, 200)
 	c.do("GET", "/v1/sessions/"+sid, token, nil, 401)
@@ -193,4 +213,45 @@ func TestOpenAPIRealReplies(t *testing.T) {
 		paths = append(paths, p)
 	}
 	t.Logf("checked against the document: %s", strings.Join(paths, ", "))
+}
+
+// multiStreamJoinLeave opens POST /v1/streams for the session (its reply,
+// a stream, is not read past its ready event), joins a second session onto
+// it and takes it off again, checking the join's and the leave's replies.
+func (c *openAPICheck) multiStreamJoinLeave(sid, token string) {
+	c.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	data, _ := json.Marshal(map[string]any{"sessions": []any{map[string]any{"session_id": sid, "token": token}}})
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.url+"/v1/streams", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		c.t.Fatalf("POST /v1/streams: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var streamID string
+	lines := bufio.NewScanner(resp.Body)
+	for streamID == "" && lines.Scan() {
+		if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+			var ready struct {
+				StreamID string `json:"stream_id"`
+			}
+			if err := json.Unmarshal([]byte(data), &ready); err != nil {
+				c.t.Fatal(err)
+			}
+			streamID = ready.StreamID
+		}
+	}
+	if streamID == "" {
+		c.t.Fatalf("POST /v1/streams: no ready event (%v)", lines.Err())
+	}
+	other := c.decode("POST", "/v1/sessions", "", map[string]any{}, 201)
+	otherID, otherToken := other["session_id"].(string), other["token"].(string)
+	c.do("POST", "/v1/streams/"+streamID+"/sessions", "", map[string]any{"session_id": otherID, "token": otherToken}, 200)
+	c.do("DELETE", "/v1/streams/"+streamID+"/sessions/"+otherID, otherToken, nil, 204)
+	c.do("DELETE", "/v1/streams/"+streamID+"/sessions/"+otherID, otherToken, nil, 404)
 }
