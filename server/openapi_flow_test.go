@@ -255,3 +255,32 @@ func (c *openAPICheck) multiStreamJoinLeave(sid, token string) {
 	c.do("DELETE", "/v1/streams/"+streamID+"/sessions/"+otherID, otherToken, nil, 204)
 	c.do("DELETE", "/v1/streams/"+streamID+"/sessions/"+otherID, otherToken, nil, 404)
 }
+
+// TestOpenAPIRunReplies holds the runs API's requests and replies to the
+// document: runs of the agent key and of a session's token, each calling a
+// built-in tool through a model (a real chat-completions server), and
+// their records read back.
+func TestOpenAPIRunReplies(t *testing.T) {
+	m := startFakeModel(t, toolThenAnswer(callTool("t1", "current_time", `{"time_zone":"UTC"}`)))
+	g := modelGateway(t, m, nil)
+	c := &openAPICheck{t: t, url: g.URL, v: newOpenAPIValidator(t), seen: map[string]bool{}}
+	agent := testAgentKey
+
+	run := c.decode("POST", "/v1/runs", agent, map[string]any{"input": "What time is it?", "max_steps": 4}, 200)
+	if run["status"] != "finished" {
+		t.Fatalf("run: %v", run)
+	}
+	c.do("GET", "/v1/runs/"+run["id"].(string), agent, nil, 200)
+	c.do("POST", "/v1/runs", agent, map[string]any{"input": "hi", "steps": 4}, 400)
+	c.do("GET", "/v1/runs/01a20a81-03f4-7bfc-94c9-f311e9a155a8", agent, nil, 404)
+
+	created := c.decode("POST", "/v1/sessions", "", map[string]any{}, 201)
+	sid, token := created["session_id"].(string), created["token"].(string)
+	own := c.decode("POST", "/v1/sessions/"+sid+"/runs", token, map[string]any{
+		"messages": []any{map[string]any{"role": "user", "content": "What time is it?"}}}, 200)
+	c.do("GET", "/v1/sessions/"+sid+"/runs/"+own["id"].(string), token, nil, 200)
+	later := c.decode("POST", "/v1/runs", agent, map[string]any{"session_id": sid, "input": "later", "wait": false}, 202)
+	if later["status"] != "running" {
+		t.Errorf("run with wait false: %v", later)
+	}
+}
