@@ -106,6 +106,7 @@ multinode: postgres
 # test` does not need it (its Go test holds the document to the router).
 OPENAPI_LINT = tools/openapi-lint
 openapi-lint:
+	@command -v npm >/dev/null 2>&1 || { echo "openapi-lint: npm (Node.js 20.19 or later) is required" >&2; exit 1; }
 	npm ci --prefix $(OPENAPI_LINT) --no-audit --no-fund --loglevel=error
 	cd $(OPENAPI_LINT) && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
 		./node_modules/.bin/redocly lint --config redocly.yaml ../../handlers/openapi.json
