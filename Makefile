@@ -3,7 +3,7 @@
 GO ?= go
 SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: run build test vet race e2e mobile-check bench chaos postgres multinode
+.PHONY: run build test vet race e2e mobile-check bench chaos postgres multinode openapi-lint
 
 run:
 	$(GO) run ./cmd/toolgate serve
@@ -103,3 +103,16 @@ chaos:
 # the sweep under a lease. They also run in `make test` (well under a minute).
 multinode: postgres
 	$(GO) test -count=1 -timeout 10m -v ./internal/multinode
+
+# Lints the REST API's OpenAPI document (handlers/openapi.json, served at
+# /openapi.json) with Redocly CLI's recommended rules: no error may remain
+# (the rules turned off are in tools/openapi-lint/redocly.yaml, with why).
+# The linter, pinned by tools/openapi-lint/package-lock.json, is installed
+# with npm into tools/openapi-lint/node_modules, never globally; `make
+# test` does not need it (its Go test holds the document to the router).
+OPENAPI_LINT = tools/openapi-lint
+openapi-lint:
+	@command -v npm >/dev/null 2>&1 || { echo "openapi-lint: npm (Node.js 20.19 or later) is required" >&2; exit 1; }
+	npm ci --prefix $(OPENAPI_LINT) --no-audit --no-fund --loglevel=error
+	cd $(OPENAPI_LINT) && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		./node_modules/.bin/redocly lint --config redocly.yaml ../../handlers/openapi.json

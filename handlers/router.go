@@ -111,6 +111,7 @@ func New(opts Options) *API {
 	})
 
 	r.Get("/healthz", a.handleHealth)
+	r.Get("/openapi.json", handleOpenAPI)
 	if opts.Metrics != nil {
 		r.With(a.RequireAgent).Method("GET", "/metrics", opts.Metrics)
 	}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,16 @@ var statusOf = map[string]int{
 
 	// A request the database could not serve right now (PostgreSQL).
 	toolgate.EStorageUnavailable: http.StatusServiceUnavailable,
+}
+
+// Codes lists the error codes the status table maps, sorted.
+func Codes() []string {
+	codes := make([]string, 0, len(statusOf))
+	for code := range statusOf {
+		codes = append(codes, code)
+	}
+	sort.Strings(codes)
+	return codes
 }
 
 // StatusOf returns the HTTP status for an error code (500 when unknown).
