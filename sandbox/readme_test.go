@@ -15,7 +15,7 @@ import (
 // comment starting with marker.
 func readmeBlock(t *testing.T, marker, lang string) string {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile("../docs/guides/sandbox.md")
 	if err != nil {
 		t.Fatal(err)
 	}

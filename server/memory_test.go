@@ -320,13 +320,13 @@ func TestMemorySessionScope(t *testing.T) {
 // sql" marker.
 func readmeMemoryBlock(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "docs", "guides", "builtin-tools.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(data), "<!-- memory sql")
 	if !ok {
-		t.Fatal("README has no memory sql block")
+		t.Fatal("docs/guides/builtin-tools.md has no memory sql block")
 	}
 	_, block, _ := strings.Cut(after, "```sh\n")
 	block, _, _ = strings.Cut(block, "```")

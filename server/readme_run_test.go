@@ -12,13 +12,13 @@ import (
 // the "<!-- run walkthrough" marker.
 func readmeRunBlock(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "docs", "guides", "agents.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, found := strings.Cut(string(data), "\n<!-- run walkthrough")
 	if !found {
-		t.Fatal("README has no run walkthrough")
+		t.Fatal("docs/guides/agents.md has no run walkthrough")
 	}
 	_, rest, _ = strings.Cut(rest, "```sh\n")
 	block, _, found := strings.Cut(rest, "\n```")

@@ -14,7 +14,7 @@ import (
 // and the one marked as the walkthrough.
 func readmeBlocks(t *testing.T, lang string) (blocks []string, walkthrough string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "docs", "guides", "agents.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestReadme(t *testing.T) {
 	g := startGateway(t, nil)
 	_, walkthrough := readmeBlocks(t, "sh")
 	if walkthrough == "" {
-		t.Fatal("README has no walkthrough block")
+		t.Fatal("docs/guides/agents.md has no walkthrough block")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", walkthrough)
