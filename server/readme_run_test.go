@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// readmeRunBlock returns the README's run walkthrough: the sh block after
+// readmeRunBlock returns the agents guide's run walkthrough: the sh block after
 // the "<!-- run walkthrough" marker.
 func readmeRunBlock(t *testing.T) string {
 	t.Helper()
@@ -28,7 +28,7 @@ func readmeRunBlock(t *testing.T) string {
 	return block
 }
 
-// TestReadmeRun runs the README's run example with curl against a gateway
+// TestReadmeRun runs the agents guide's run example with curl against a gateway
 // pointed at the fake model, which calls current_time and then answers.
 func TestReadmeRun(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
