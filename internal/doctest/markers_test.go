@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // ("internal/doctest TestReadmeExamples", "server TestReadme") or an e2e
 // test file ("web/e2e/browser/cross-origin.test.mjs").
 var (
-	goTestRef  = regexp.MustCompile(`\b([a-z][a-z0-9/]*) (Test[A-Za-z0-9_]+)`)
+	goTestRef  = regexp.MustCompile(`(?:^|\s)([a-z][a-z0-9/_-]*) (Test[A-Za-z0-9_]+)`)
 	e2eTestRef = regexp.MustCompile(`\b(web/e2e/[A-Za-z0-9_/.-]+\.mjs)\b`)
 )
 
@@ -66,14 +67,23 @@ func checkMarker(t *testing.T, b block) string {
 	return ""
 }
 
-// TestEveryBlockIsMarked: every fenced block of README.md and docs/guides
-// is output (```text) or says, in the comment right above it, which test
-// runs it or why none does; the tests it names exist.
+// shellLangs are the fences of commands a reader pastes into a shell.
+var shellLangs = []string{"sh", "bash", "shell", "console"}
+
+// TestEveryBlockIsMarked: every fenced block of README.md and docs/guides,
+// and every shell block of the other docs, is output (```text) or says, in
+// the comment right above it, which test runs it or why none does; the
+// tests it names exist. (The other docs' JSON and bare blocks are wire
+// samples and output.)
 func TestEveryBlockIsMarked(t *testing.T) {
+	newcomer := map[string]bool{}
+	for _, f := range newcomerDocs(t) {
+		newcomer[f] = true
+	}
 	run, notRun := 0, 0
-	for _, file := range newcomerDocs(t) {
+	for _, file := range docFiles(t) {
 		for _, b := range parseBlocks(file, readDoc(t, file)) {
-			if b.lang == "text" {
+			if b.lang == "text" || !newcomer[file] && !slices.Contains(shellLangs, b.lang) {
 				continue
 			}
 			if problem := checkMarker(t, b); problem != "" {
