@@ -151,7 +151,7 @@ func TestCallCostRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	if total != 0.75+0.1+2+0.5 {
-		t.Errorf("the README's spending query sums %v", total)
+		t.Errorf("the agents guide's spending query sums %v", total)
 	}
 
 	// The call_history tool: the cost reported, else the estimate.

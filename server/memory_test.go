@@ -316,24 +316,24 @@ func TestMemorySessionScope(t *testing.T) {
 	}
 }
 
-// readmeMemoryBlock returns the README block that follows the "memory
+// readmeMemoryBlock returns the built-in tools guide's block that follows the "memory
 // sql" marker.
 func readmeMemoryBlock(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "docs", "guides", "builtin-tools.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(data), "<!-- memory sql")
 	if !ok {
-		t.Fatal("README has no memory sql block")
+		t.Fatal("docs/guides/builtin-tools.md has no memory sql block")
 	}
 	_, block, _ := strings.Cut(after, "```sh\n")
 	block, _, _ = strings.Cut(block, "```")
 	return block
 }
 
-// TestMemoryReadmeQueries runs the README's SQL on notes: each query
+// TestMemoryReadmeQueries runs the guide's SQL on notes: each query
 // through the driver, and the whole block through the sqlite3 shell when
 // installed; the search query ranks the notes as memory_search does. A
 // note deleted with SQL leaves memory_search's results (the triggers keep
@@ -352,7 +352,7 @@ func TestMemoryReadmeQueries(t *testing.T) {
 	block := readmeMemoryBlock(t)
 	queries := regexp.MustCompile(`"(SELECT [^"]+)"`).FindAllStringSubmatch(block, -1)
 	if len(queries) != 2 {
-		t.Fatalf("README memory block has %d queries, want 2:\n%s", len(queries), block)
+		t.Fatalf("the guide's memory block has %d queries, want 2:\n%s", len(queries), block)
 	}
 	db := sqlx.MustOpen("sqlite", "file:"+g.DBPath+"?_pragma=busy_timeout(5000)")
 	defer db.Close()
@@ -377,7 +377,7 @@ func TestMemoryReadmeQueries(t *testing.T) {
 		t.Fatalf("search query = %v (%v), want toner, printer", ranked, err)
 	}
 	if keys := g.memorySearchKeys(map[string]any{"query": "printer toner"}); !slices.Equal(keys, ranked) {
-		t.Fatalf("memory_search = %v, the README's query %v", keys, ranked)
+		t.Fatalf("memory_search = %v, the guide's query %v", keys, ranked)
 	}
 
 	if _, err := exec.LookPath("sqlite3"); err == nil {
@@ -385,7 +385,7 @@ func TestMemoryReadmeQueries(t *testing.T) {
 		cmd.Env = append(os.Environ(), "DB="+g.DBPath)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "holidays") || !strings.Contains(string(out), "toner|Order printer toner") {
-			t.Fatalf("the README block in the sqlite3 shell: %v\n%s", err, out)
+			t.Fatalf("the guide's block in the sqlite3 shell: %v\n%s", err, out)
 		}
 	}
 

@@ -8,17 +8,17 @@ import (
 	"testing"
 )
 
-// readmeRunBlock returns the README's run walkthrough: the sh block after
+// readmeRunBlock returns the agents guide's run walkthrough: the sh block after
 // the "<!-- run walkthrough" marker.
 func readmeRunBlock(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "docs", "guides", "agents.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, found := strings.Cut(string(data), "\n<!-- run walkthrough")
 	if !found {
-		t.Fatal("README has no run walkthrough")
+		t.Fatal("docs/guides/agents.md has no run walkthrough")
 	}
 	_, rest, _ = strings.Cut(rest, "```sh\n")
 	block, _, found := strings.Cut(rest, "\n```")
@@ -28,7 +28,7 @@ func readmeRunBlock(t *testing.T) string {
 	return block
 }
 
-// TestReadmeRun runs the README's run example with curl against a gateway
+// TestReadmeRun runs the agents guide's run example with curl against a gateway
 // pointed at the fake model, which calls current_time and then answers.
 func TestReadmeRun(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {

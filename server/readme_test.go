@@ -10,11 +10,11 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// readmeBlocks returns the fenced blocks of the README in the language,
+// readmeBlocks returns the fenced blocks of the agents guide in the language,
 // and the one marked as the walkthrough.
 func readmeBlocks(t *testing.T, lang string) (blocks []string, walkthrough string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "docs", "guides", "agents.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func readmeBlocks(t *testing.T, lang string) (blocks []string, walkthrough strin
 	return blocks, walkthrough
 }
 
-// TestReadme runs the README's curl walkthrough against a real gateway,
+// TestReadme runs the agents guide's curl walkthrough against a real gateway,
 // then each of its SQL queries against the gateway's database while it
 // runs, through the driver and through the sqlite3 shell when installed.
 func TestReadme(t *testing.T) {
@@ -51,7 +51,7 @@ func TestReadme(t *testing.T) {
 	g := startGateway(t, nil)
 	_, walkthrough := readmeBlocks(t, "sh")
 	if walkthrough == "" {
-		t.Fatal("README has no walkthrough block")
+		t.Fatal("docs/guides/agents.md has no walkthrough block")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", walkthrough)
@@ -71,7 +71,7 @@ func TestReadme(t *testing.T) {
 
 	queries, _ := readmeBlocks(t, "sql")
 	if len(queries) < 3 {
-		t.Fatalf("README has %d SQL queries, want at least 3", len(queries))
+		t.Fatalf("docs/guides/agents.md has %d SQL queries, want at least 3", len(queries))
 	}
 	db := sqlx.MustOpen("sqlite", g.DBPath)
 	defer db.Close()

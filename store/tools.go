@@ -20,7 +20,7 @@ type ToolRow struct {
 	RatePerHour      int    `db:"rate_per_hour"`
 	ReadOnly         bool   `db:"read_only"`
 	RegisteredAt     int64  `db:"registered_at"`
-	// The tool's own estimates (issue 16), zero when it gives none.
+	// The tool's own estimates, zero when it gives none.
 	EstimatedCost       float64 `db:"estimated_cost"`
 	EstimatedDurationMS int64   `db:"estimated_duration_ms"`
 	// RequiresSanitization is the spec's requires_sanitization; NULL when

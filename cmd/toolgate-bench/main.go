@@ -2,8 +2,8 @@
 // gateway (the kind it replaces) and a bare HTTP echo floor, in one run on
 // loopback: round trips, calls per second, memory per idle session,
 // recovery after a kill, and database transactions per call; and the
-// gateway on SQLite next to PostgreSQL on one node and on three (issue
-// 15). It prints a table and writes bench/results.json; BENCHMARKS.md explains the figures.
+// gateway on SQLite next to PostgreSQL on one node and on three. It
+// prints a table and writes bench/results.json; BENCHMARKS.md explains the figures.
 //
 // With no subcommand it is the harness. It re-executes itself for the
 // processes it starts: "clients" (SDK or WebSocket clients), "idle" (many

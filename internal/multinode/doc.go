@@ -1,4 +1,4 @@
-// Package multinode holds the multi-node tests of toolgate (issue 15):
+// Package multinode holds the multi-node tests of toolgate:
 // three real `toolgate serve` processes on one PostgreSQL database (a
 // throwaway server from package pgtest), each on its own loopback port.
 // A client on one node, a caller on another and the answer through the

@@ -875,7 +875,7 @@ export class ToolgateClient extends EventTarget {
 
 /** Whether an error means the session no longer exists or its token is refused. */
 function isSessionGone(err) {
-  // UNAUTHORIZED: the multi-session endpoints' refusal of a bad token, as the spec of issue 12 words it.
+  // UNAUTHORIZED: the multi-session endpoints' refusal of a bad token, as the multi-session endpoints' spec words it.
   return err instanceof ToolgateError && ["UNAUTHENTICATED", "UNAUTHORIZED", "NOT_FOUND"].includes(err.code) && !err.fatal;
 }
 
