@@ -38,7 +38,6 @@ type Client struct {
 	clientInfo    toolgate.ClientInfo
 	metadata      json.RawMessage
 	store         SessionStore
-	handler       CallHandler
 	listener      ConnectionListener
 	logger        Logger
 	workers       int
@@ -47,28 +46,22 @@ type Client struct {
 	pollWait      time.Duration
 	probeEvery    time.Duration
 	maxEventBytes int
-	tools         map[string]toolgate.ToolSpec
-	toolHandlers  map[string]CallHandler
 
 	// Connection state, guarded by mu.
-	sess        sessionCredentials
-	haveSession bool
-	heartbeat   time.Duration
-	cursor      int64
-	haveCursor  bool // an event seen since this process resumed the session
-	state       string
-	transport   string
-	path        pathState
-	lifeCtx     context.Context    // lives from Connect to the end of Close
-	stop        context.CancelFunc // ends lifeCtx
-	stopRecv    context.CancelFunc // stops receiving calls
-	done        chan struct{}      // closed when receiving has stopped
-	outboxDone  chan struct{}      // closed when the outbox has stopped
-	sessionLost chan struct{}
+	heartbeat  time.Duration
+	state      string
+	transport  string
+	lifeCtx    context.Context    // lives from Connect to the end of Close
+	stop       context.CancelFunc // ends lifeCtx
+	recv       *receiver          // from Connect to the end of Close
+	outboxDone chan struct{}      // closed when the outbox has stopped
 
-	calls  *callTable
-	exec   *executor
-	outbox *outbox
+	// The parts with state of their own, each under its own lock.
+	session *sessionSlot
+	tools   *toolTable
+	path    pathState
+	calls   *callTable
+	outbox  *outbox
 	// reconnect decides every transport's wait before it connects again.
 	reconnect *reconnect.Policy
 }
@@ -86,8 +79,8 @@ func NewClient(url string) *Client {
 		transportMode: TransportAuto,
 		readyTimeout:  defaultReadyTimeout,
 		maxEventBytes: defaultMaxEventBytes,
-		tools:         map[string]toolgate.ToolSpec{},
-		toolHandlers:  map[string]CallHandler{},
+		session:       &sessionSlot{},
+		tools:         newToolTable(),
 		state:         StateIdle,
 		lifeCtx:       context.Background(),
 		calls:         newCallTable(rememberedCallIDLimit),
@@ -147,9 +140,7 @@ func (c *Client) SetHandler(h ToolHandler) {
 // SetCallHandler is SetHandler for a handler that receives the whole call
 // (progress reports, cancellation, deadline).
 func (c *Client) SetCallHandler(h CallHandler) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.handler = h
+	c.tools.setFallback(h)
 }
 
 // SetListener sets who is told of connection state changes.
@@ -236,9 +227,8 @@ func (c *Client) SetMaxEventBytes(n int) {
 
 // SessionID returns the current session's id, or "" before Connect.
 func (c *Client) SessionID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sess.id
+	sess, _ := c.session.get()
+	return sess.id
 }
 
 // State returns the connection state (one of the State constants).
@@ -258,14 +248,14 @@ func (c *Client) Transport() string {
 	return c.transport
 }
 
-// connected reports whether a connection is running; mu must be held.
-func (c *Client) connected() bool { return c.done != nil && c.haveSession }
-
-// credentials returns the session's credentials, if there is a session.
-func (c *Client) credentials() (sessionCredentials, bool) {
+// connectedSession returns the session and the context of the
+// connection, and whether a connection is running.
+func (c *Client) connectedSession() (sessionCredentials, context.Context, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sess, c.haveSession
+	running, ctx := c.recv != nil, c.lifeCtx
+	c.mu.Unlock()
+	sess, ok := c.session.get()
+	return sess, ctx, running && ok
 }
 
 func (c *Client) log(level, message string) {
@@ -299,7 +289,7 @@ func (c *Client) setState(state, detail string) {
 // are registered; from then on the client reconnects by itself until Close.
 func (c *Client) Connect() error {
 	c.mu.Lock()
-	if c.done != nil {
+	if c.recv != nil {
 		c.mu.Unlock()
 		return errors.New("the client is already connected")
 	}
@@ -318,20 +308,16 @@ func (c *Client) Connect() error {
 	}
 	recvCtx, stopRecv := context.WithCancel(ctx)
 	c.mu.Lock()
-	c.done, c.outboxDone = make(chan struct{}), make(chan struct{})
-	c.stopRecv = stopRecv
-	c.sessionLost = make(chan struct{}, 1)
-	c.exec = newExecutor(c.workers, c.runCall)
-	done, outboxDone := c.done, c.outboxDone
+	c.outboxDone = make(chan struct{})
+	recv := newReceiver(c, newExecutor(c.workers, c.runCall), stopRecv)
+	c.recv = recv
+	outboxDone := c.outboxDone
 	c.mu.Unlock()
 	go func() {
 		defer close(outboxDone)
 		c.outbox.run(ctx)
 	}()
-	go func() {
-		defer close(done)
-		c.receive(recvCtx)
-	}()
+	go recv.run(recvCtx)
 	return nil
 }
 
@@ -343,16 +329,15 @@ func (c *Client) Connect() error {
 // EndSession).
 func (c *Client) Close() {
 	c.mu.Lock()
-	done, stopRecv, stop, exec, out, outboxDone := c.done, c.stopRecv, c.stop, c.exec, c.outbox, c.outboxDone
+	recv, stop, out, outboxDone := c.recv, c.stop, c.outbox, c.outboxDone
 	c.mu.Unlock()
-	if done == nil {
+	if recv == nil {
 		c.api.closeIdle() // a Connect that failed part-way may have left some
 		return
 	}
 	// First no new calls, so none is taken and then dropped.
-	stopRecv()
-	<-done
-	for _, call := range exec.close() {
+	recv.stop()
+	for _, call := range recv.exec.close() {
 		call.cancel(CancelClientClosed)
 	}
 	// The calls cut short stay open at the gateway, which sends them again
@@ -368,7 +353,7 @@ func (c *Client) Close() {
 	c.api.closeIdle()
 	c.saveState()
 	c.mu.Lock()
-	c.done, c.exec = nil, nil
+	c.recv = nil
 	c.mu.Unlock()
 	c.setState(StateClosed, "")
 }
@@ -376,7 +361,7 @@ func (c *Client) Close() {
 // EndSession closes the session at the gateway (its tools are removed and
 // its open calls cancelled), forgets it in the store, and closes the client.
 func (c *Client) EndSession() error {
-	sess, ok := c.credentials()
+	sess, ok := c.session.get()
 	c.Close()
 	if !ok {
 		return nil
@@ -387,8 +372,8 @@ func (c *Client) EndSession() error {
 	c.api.closeIdle()
 	c.mu.Lock()
 	store := c.store
-	c.haveSession, c.sess = false, sessionCredentials{}
 	c.mu.Unlock()
+	c.session.forget()
 	if clearErr := store.Clear(); err == nil {
 		err = clearErr
 	}
@@ -397,12 +382,11 @@ func (c *Client) EndSession() error {
 
 // saveState writes the session and cursor to the store.
 func (c *Client) saveState() {
-	c.mu.Lock()
-	if !c.haveSession {
-		c.mu.Unlock()
+	state := c.session.saved(c.api.baseURL)
+	if state == nil {
 		return
 	}
-	state := &SessionState{GatewayURL: c.api.baseURL, SessionID: c.sess.id, Token: c.sess.token, Cursor: c.cursor}
+	c.mu.Lock()
 	store := c.store
 	c.mu.Unlock()
 	if err := store.Save(state); err != nil {

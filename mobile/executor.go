@@ -215,7 +215,7 @@ func (c *Client) runCall(call *Call) {
 // invokeHandler finds the handler for the call's tool and turns what it
 // returns, or a panic, into an answer.
 func (c *Client) invokeHandler(call *Call) (ans answer) {
-	h := c.handlerFor(call.name)
+	h := c.tools.handlerFor(call.name)
 	if h == nil {
 		return errorAnswer(call.id, &ToolError{
 			Code:    toolgate.EToolNotFound,
@@ -239,17 +239,4 @@ func (c *Client) invokeHandler(call *Call) (ans answer) {
 	}
 	ans.Cost = call.reportedCost() // Call.ReportCost's, with either answer
 	return ans
-}
-
-// handlerFor returns the handler for a tool this client offers, or nil.
-func (c *Client) handlerFor(name string) CallHandler {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, offered := c.tools[name]; !offered {
-		return nil
-	}
-	if h := c.toolHandlers[name]; h != nil {
-		return h
-	}
-	return c.handler
 }

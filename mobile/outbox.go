@@ -176,7 +176,7 @@ func (o *outbox) run(ctx context.Context) {
 // gateway asked for it, how long to wait first.
 func (o *outbox) post(ctx context.Context, batch []answer) (failed []answer, wait time.Duration) {
 	c := o.client
-	sess, ok := c.credentials()
+	sess, ok := c.session.get()
 	if !ok {
 		return batch, 0
 	}

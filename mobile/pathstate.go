@@ -2,12 +2,14 @@ package mobile
 
 import (
 	"encoding/json"
+	"sync"
 	"time"
 )
 
 // pathState is what the client learned of its path to the gateway, for
-// the app (ConnectionInfo). Guarded by Client.mu.
+// the app (ConnectionInfo).
 type pathState struct {
+	mu        sync.Mutex
 	heartbeat time.Duration // of the current stream; zero on the poll
 	cuts      int64         // connections that ended without the gateway ending them
 	lastCut   *cutInfo
@@ -23,27 +25,48 @@ type cutInfo struct {
 
 // noteStream records the heartbeat of a stream that went live (zero: the
 // client is on the poll).
-func (c *Client) noteStream(heartbeat time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.path.heartbeat = heartbeat
+func (p *pathState) noteStream(heartbeat time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.heartbeat = heartbeat
 }
 
 // noteCut records a connection that ended, age after it went live,
 // without the gateway ending it.
-func (c *Client) noteCut(age time.Duration, why string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.path.cuts++
-	c.path.lastCut = &cutInfo{At: time.Now().UTC(), AfterMS: age.Milliseconds(), Why: why}
+func (p *pathState) noteCut(age time.Duration, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cuts++
+	p.lastCut = &cutInfo{At: time.Now().UTC(), AfterMS: age.Milliseconds(), Why: why}
 }
 
 // noteProbing records whether the client is on the poll in place of a
 // held-back stream, probing the stream now and then.
-func (c *Client) noteProbing(on bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.path.probing = on
+func (p *pathState) noteProbing(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.probing = on
+}
+
+// connectionInfo is ConnectionInfo's object.
+type connectionInfo struct {
+	Transport   string   `json:"transport"`
+	HeartbeatMS int64    `json:"heartbeat_ms"`
+	Probing     bool     `json:"probing"`
+	Cuts        int64    `json:"cuts"`
+	LastCut     *cutInfo `json:"last_cut"`
+}
+
+// info returns what the path state says, for a client on transport ("",
+// "sse" or "poll").
+func (p *pathState) info(transport string) connectionInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	info := connectionInfo{Transport: transport, Probing: p.probing, Cuts: p.cuts, LastCut: p.lastCut}
+	if transport == TransportSSE {
+		info.HeartbeatMS = p.heartbeat.Milliseconds()
+	}
+	return info
 }
 
 // ConnectionInfo returns, as a JSON object, what the client uses and has
@@ -54,21 +77,6 @@ func (c *Client) noteProbing(on bool) {
 // ended without the gateway ending them) and "last_cut" ({"at",
 // "after_ms", "why"} or null).
 func (c *Client) ConnectionInfo() string {
-	c.mu.Lock()
-	info := struct {
-		Transport   string   `json:"transport"`
-		HeartbeatMS int64    `json:"heartbeat_ms"`
-		Probing     bool     `json:"probing"`
-		Cuts        int64    `json:"cuts"`
-		LastCut     *cutInfo `json:"last_cut"`
-	}{Probing: c.path.probing, Cuts: c.path.cuts, LastCut: c.path.lastCut}
-	if c.state == StateConnected {
-		info.Transport = c.transport
-		if c.transport == TransportSSE {
-			info.HeartbeatMS = c.path.heartbeat.Milliseconds()
-		}
-	}
-	c.mu.Unlock()
-	b, _ := json.Marshal(info)
+	b, _ := json.Marshal(c.path.info(c.Transport()))
 	return string(b)
 }

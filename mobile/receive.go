@@ -40,25 +40,49 @@ const (
 // events end with, when a newer connection of the session replaced it.
 const eventStreamReplaced = "stream_replaced"
 
-// receive runs the transports until ctx ends: the stream first (unless the
+// receiver runs the transports of one connection (from Connect to
+// Close) and hands the calls they bring to its executor. It owns the
+// executor, the signal of a session refusal seen elsewhere (by the
+// outbox), and the end of its loop.
+type receiver struct {
+	client *Client
+	exec   *executor
+	lost   chan struct{}      // a refusal of the session, seen by the outbox
+	cancel context.CancelFunc // stops receiving calls
+	done   chan struct{}      // closed when receiving has stopped
+}
+
+func newReceiver(c *Client, exec *executor, cancel context.CancelFunc) *receiver {
+	return &receiver{client: c, exec: exec, lost: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+}
+
+// stop stops receiving calls and waits until the loop has ended.
+func (r *receiver) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// run runs the transports until ctx ends: the stream first (unless the
 // mode says poll), long-poll when the stream is held back (probing the
 // stream now and then to climb back: reconnect.Climb), a new session when
 // the gateway refuses the old one. Between connections it waits what the
 // client's reconnect policy says: a connection that went live is reopened
-// at once.
-func (c *Client) receive(ctx context.Context) {
+// at once. It closes done when it returns.
+func (r *receiver) run(ctx context.Context) {
+	defer close(r.done)
+	c := r.client
 	c.mu.Lock()
 	mode, probeEvery := c.transportMode, c.probeEvery
 	c.mu.Unlock()
 	useStream := mode != TransportPoll
 	var climb *reconnect.Climb // set while the poll stands in for a held-back stream
-	defer c.noteProbing(false)
+	defer c.path.noteProbing(false)
 	for ctx.Err() == nil {
 		var outcome streamOutcome
 		if useStream {
-			outcome = c.runStream(ctx)
+			outcome = r.runStream(ctx)
 		} else {
-			outcome = c.runPolls(ctx, climb)
+			outcome = r.runPolls(ctx, climb)
 		}
 		switch outcome {
 		case outcomeStopped:
@@ -69,7 +93,7 @@ func (c *Client) receive(ctx context.Context) {
 					climb = reconnect.NewClimb(probeEvery)
 				}
 				climb.Downgraded()
-				c.noteProbing(true)
+				c.path.noteProbing(true)
 				c.log(LevelWarn, fmt.Sprintf("a proxy holds the stream back (no ready event in time, or only with its end); switching to long-poll, probing the stream in %s",
 					climb.UntilProbe().Round(time.Second)))
 				useStream = false
@@ -77,7 +101,7 @@ func (c *Client) receive(ctx context.Context) {
 			}
 		case outcomeRetryStream:
 			climb.Climbed()
-			c.noteProbing(false)
+			c.path.noteProbing(false)
 			c.log(LevelInfo, "the stream passes the path again (a probe went through); switching back to the stream")
 			useStream = true
 			continue
@@ -96,56 +120,27 @@ func (c *Client) receive(ctx context.Context) {
 	}
 }
 
-// takeSessionLost reports (and consumes) a session refusal seen by the
-// outbox.
-func (c *Client) takeSessionLost() bool {
-	c.mu.Lock()
-	ch := c.sessionLost
-	c.mu.Unlock()
+// noteLost tells the loop that the gateway refused the session's token.
+func (r *receiver) noteLost() {
 	select {
-	case <-ch:
+	case r.lost <- struct{}{}:
+	default:
+	}
+}
+
+// takeLost reports (and consumes) a session refusal seen by the outbox.
+func (r *receiver) takeLost() bool {
+	select {
+	case <-r.lost:
 		return true
 	default:
 		return false
 	}
 }
 
-// sessionLostChan returns the channel the outbox signals a refusal on.
-func (c *Client) sessionLostChan() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessionLost
-}
-
-// streamPosition returns the cursor to resume from, and whether to use it.
-// A process that has just resumed its session asks for the open calls
-// instead of replaying from the stored cursor: a call delivered before the
-// cursor may still be unanswered.
-func (c *Client) streamPosition() (int64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cursor, c.haveCursor
-}
-
-// advanceCursor records an event's sequence number.
-func (c *Client) advanceCursor(seq int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if seq > c.cursor || !c.haveCursor {
-		c.cursor = max(seq, c.cursor)
-		c.haveCursor = true
-	}
-}
-
-// setCursor records the cursor a poll reply names.
-func (c *Client) setCursor(cursor int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cursor, c.haveCursor = cursor, true
-}
-
 // handleEvent acts on one event of the stream or a poll reply.
-func (c *Client) handleEvent(eventType string, data []byte, sess sessionCredentials) {
+func (r *receiver) handleEvent(eventType string, data []byte, sess sessionCredentials) {
+	c := r.client
 	switch eventType {
 	case toolgate.EventToolCallRequest:
 		var req toolgate.ToolCallRequest
@@ -159,11 +154,8 @@ func (c *Client) handleEvent(eventType string, data []byte, sess sessionCredenti
 			return
 		}
 		c.log(LevelDebug, fmt.Sprintf("call %s: %s (attempt %d)", req.ID, req.Name, req.Attempt))
-		c.mu.Lock()
-		exec := c.exec
-		c.mu.Unlock()
-		if exec != nil {
-			exec.submit(call)
+		if r.exec != nil {
+			r.exec.submit(call)
 		}
 	case toolgate.EventCallCancelled:
 		var msg toolgate.CallCancelled

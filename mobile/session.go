@@ -74,34 +74,23 @@ func (c *Client) createSession(ctx context.Context) error {
 // adoptSession makes sess the current session. A new session starts a new
 // event log and a new set of call ids.
 func (c *Client) adoptSession(sess sessionCredentials, cursor int64, isNew bool) {
-	c.mu.Lock()
-	changed := c.sess != sess
-	c.sess, c.haveSession = sess, true
-	c.cursor, c.haveCursor = cursor, false
-	out := c.outbox
-	c.mu.Unlock()
+	changed := c.session.adopt(sess, cursor)
 	if changed && isNew {
 		c.calls.reset()
-		if out != nil {
-			if n := out.drop(); n > 0 {
-				c.log(LevelWarn, fmt.Sprintf("dropped %d answer(s) for the previous session", n))
-			}
+		if n := c.outbox.drop(); n > 0 {
+			c.log(LevelWarn, fmt.Sprintf("dropped %d answer(s) for the previous session", n))
 		}
 	}
 }
 
-// noteSessionLost tells the receive loop that the gateway refused the
-// session's token.
+// noteSessionLost tells the receive loop, if one runs, that the gateway
+// refused the session's token.
 func (c *Client) noteSessionLost() {
 	c.mu.Lock()
-	ch := c.sessionLost
+	recv := c.recv
 	c.mu.Unlock()
-	if ch == nil {
-		return
-	}
-	select {
-	case ch <- struct{}{}:
-	default:
+	if recv != nil {
+		recv.noteLost()
 	}
 }
 

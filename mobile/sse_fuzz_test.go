@@ -130,14 +130,15 @@ func FuzzSSEStream(f *testing.F) {
 		// The cursor, as runStream advances it, never moves back.
 		c := NewClient("http://gateway.test")
 		c.SetLogger(quietLogger{})
+		r := newReceiver(c, nil, func() {})
 		var highest int64
 		seen := false
 		for _, ev := range events {
 			if ev.event == toolgate.EventToolCallRequest || ev.event == toolgate.EventCallCancelled {
 				if seq, err := strconv.ParseInt(ev.id, 10, 64); err == nil {
-					before, had := c.streamPosition()
-					c.advanceCursor(seq)
-					after, _ := c.streamPosition()
+					before, had := c.session.position()
+					c.session.advance(seq)
+					after, _ := c.session.position()
 					if had && after < before {
 						t.Fatalf("%q: the cursor went back from %d to %d on id %d", body, before, after, seq)
 					}
@@ -146,9 +147,9 @@ func FuzzSSEStream(f *testing.F) {
 					}
 				}
 			}
-			c.handleEvent(ev.event, []byte(ev.data), sessionCredentials{id: "s", token: "t"})
+			r.handleEvent(ev.event, []byte(ev.data), sessionCredentials{id: "s", token: "t"})
 		}
-		if cursor, ok := c.streamPosition(); seen && (!ok || cursor < highest) {
+		if cursor, ok := c.session.position(); seen && (!ok || cursor < highest) {
 			t.Fatalf("%q: cursor %d (set %v) after events up to id %d", body, cursor, ok, highest)
 		}
 	})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/toolgate/toolgate"
@@ -94,13 +93,7 @@ func (c *Client) RegisterToolWithOptions(name, description, parametersJSON strin
 // handler; nil removes the routing. It may be called before or after the
 // tool is registered.
 func (c *Client) SetToolHandler(name string, h CallHandler) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h == nil {
-		delete(c.toolHandlers, name)
-	} else {
-		c.toolHandlers[name] = h
-	}
+	c.tools.setHandler(name, h)
 }
 
 // UnregisterTool stops offering a tool. Once connected, the gateway is told
@@ -112,19 +105,8 @@ func (c *Client) UnregisterTool(name string) error {
 // ToolNamesJSON returns the names of the tools this client offers, as a
 // sorted JSON array of strings.
 func (c *Client) ToolNamesJSON() string {
-	b, _ := json.Marshal(c.toolNames())
+	b, _ := json.Marshal(c.tools.names())
 	return string(b)
-}
-
-func (c *Client) toolNames() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	names := make([]string, 0, len(c.tools))
-	for name := range c.tools {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // addTools keeps the tools and, when connected, registers them with the
@@ -134,15 +116,8 @@ func (c *Client) toolNames() []string {
 func (c *Client) addTools(tools []registeredTool, keepRejected bool) error {
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
-	c.mu.Lock()
-	for _, t := range tools {
-		c.tools[t.spec.Name] = t.spec
-		if t.handler != nil {
-			c.toolHandlers[t.spec.Name] = t.handler
-		}
-	}
-	sess, connected := c.sess, c.connected()
-	c.mu.Unlock()
+	c.tools.add(tools)
+	sess, ctx, connected := c.connectedSession()
 	if !connected {
 		return nil
 	}
@@ -150,13 +125,16 @@ func (c *Client) addTools(tools []registeredTool, keepRejected bool) error {
 	for i, t := range tools {
 		specs[i] = t.spec
 	}
-	reply, err := c.api.registerTools(c.lifeCtx, sess, false, specs)
+	reply, err := c.api.registerTools(ctx, sess, false, specs)
 	if err != nil {
 		// The tools stay kept: they are registered again on the next
 		// (re)connection.
 		return fmt.Errorf("registering tools: %w", err)
 	}
-	return c.noteRejected(reply.Rejected, !keepRejected)
+	if !keepRejected {
+		c.tools.drop(reply.Rejected)
+	}
+	return rejectionError(reply.Rejected)
 }
 
 // removeTools forgets the tools and, when connected, registers the rest
@@ -165,55 +143,36 @@ func (c *Client) addTools(tools []registeredTool, keepRejected bool) error {
 func (c *Client) removeTools(names []string) error {
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
-	c.mu.Lock()
-	for _, name := range names {
-		delete(c.tools, name)
-		delete(c.toolHandlers, name)
-	}
-	sess, connected := c.sess, c.connected()
-	c.mu.Unlock()
+	c.tools.remove(names)
+	sess, ctx, connected := c.connectedSession()
 	if !connected {
 		return nil
 	}
-	return c.syncToolsLocked(c.lifeCtx, sess)
+	return c.syncToolsLocked(ctx, sess)
 }
 
 // syncToolsLocked registers every kept tool with replace, so the gateway's
 // list for the session is exactly this client's. regMu must be held.
 func (c *Client) syncToolsLocked(ctx context.Context, sess sessionCredentials) error {
-	c.mu.Lock()
-	specs := make([]toolgate.ToolSpec, 0, len(c.tools))
-	for _, spec := range c.tools {
-		specs = append(specs, spec)
-	}
-	c.mu.Unlock()
-	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
-	reply, err := c.api.registerTools(ctx, sess, true, specs)
+	reply, err := c.api.registerTools(ctx, sess, true, c.tools.list())
 	if err != nil {
 		return fmt.Errorf("registering tools: %w", err)
 	}
-	if err := c.noteRejected(reply.Rejected, false); err != nil {
+	if err := rejectionError(reply.Rejected); err != nil {
 		c.log(LevelWarn, err.Error())
 	}
 	return nil
 }
 
-// noteRejected logs the rejected tools, drops them when asked, and returns
-// an error naming them.
-func (c *Client) noteRejected(rejected []toolgate.ToolRejection, drop bool) error {
+// rejectionError returns an error naming the rejected tools, nil when
+// there are none.
+func rejectionError(rejected []toolgate.ToolRejection) error {
 	if len(rejected) == 0 {
 		return nil
 	}
 	msgs := make([]string, 0, len(rejected))
 	for _, r := range rejected {
 		msgs = append(msgs, fmt.Sprintf("%s (%s: %s)", r.Name, r.Code, r.Message))
-	}
-	if drop {
-		c.mu.Lock()
-		for _, r := range rejected {
-			delete(c.tools, r.Name)
-		}
-		c.mu.Unlock()
 	}
 	return errors.New("the gateway rejected tools: " + strings.Join(msgs, "; "))
 }

@@ -26,15 +26,16 @@ type pollEvent struct {
 // of the stream passing (see probeStream). Each poll is held for the poll
 // wait (the app's, else the gateway's poll_wait_ms), shortened after a
 // held poll failed on the way (see pathLessons.pollFailed).
-func (c *Client) runPolls(ctx context.Context, climb *reconnect.Climb) streamOutcome {
-	sess, _ := c.credentials()
+func (r *receiver) runPolls(ctx context.Context, climb *reconnect.Climb) streamOutcome {
+	c := r.client
+	sess, _ := c.session.get()
 	c.mu.Lock()
 	wait := c.pollWait
 	c.mu.Unlock()
 	if wait <= 0 {
 		wait = defaultPollWait
 	}
-	c.noteStream(0)
+	c.path.noteStream(0)
 	var passed atomic.Bool
 	if climb != nil {
 		pollCtx, stopPolls := context.WithCancel(ctx)
@@ -43,7 +44,7 @@ func (c *Client) runPolls(ctx context.Context, climb *reconnect.Climb) streamOut
 		defer func() { stopPolls(); <-probing }()
 		go func() {
 			defer close(probing)
-			if c.probeStream(pollCtx, sess, climb) {
+			if r.probeStream(pollCtx, sess, climb) {
 				passed.Store(true)
 				stopPolls() // ends the poll held now
 			}
@@ -55,7 +56,7 @@ func (c *Client) runPolls(ctx context.Context, climb *reconnect.Climb) streamOut
 		if passed.Load() {
 			return outcomeRetryStream
 		}
-		cursor, useCursor := c.streamPosition()
+		cursor, useCursor := c.session.position()
 		// The first poll is not held, so the client knows at once that
 		// it is connected and gets the open calls.
 		hold := gatewayPaths.pollHold(c.api.baseURL, wait)
@@ -102,15 +103,15 @@ func (c *Client) runPolls(ctx context.Context, climb *reconnect.Climb) streamOut
 			if len(ev.Data) > 0 && ev.Data[0] == '{' {
 				payload = ev.Data
 			}
-			c.handleEvent(ev.Type, payload, sess)
+			r.handleEvent(ev.Type, payload, sess)
 			if ev.Seq > 0 {
-				c.advanceCursor(ev.Seq)
+				c.session.advance(ev.Seq)
 			}
 		}
 		if reply.Cursor != nil {
-			c.setCursor(*reply.Cursor)
+			c.session.setCursor(*reply.Cursor)
 		}
-		if c.takeSessionLost() {
+		if r.takeLost() {
 			return outcomeSessionLost
 		}
 		if replaced {
@@ -123,7 +124,8 @@ func (c *Client) runPolls(ctx context.Context, climb *reconnect.Climb) streamOut
 // probeStream probes the stream now and then, as climb says, while the
 // poll stands in for it, until a probe passes (it reports true) or ctx
 // ends.
-func (c *Client) probeStream(ctx context.Context, sess sessionCredentials, climb *reconnect.Climb) bool {
+func (r *receiver) probeStream(ctx context.Context, sess sessionCredentials, climb *reconnect.Climb) bool {
+	c := r.client
 	for {
 		if !sleepCtx(ctx, climb.UntilProbe()) {
 			return false

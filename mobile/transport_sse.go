@@ -40,8 +40,9 @@ type streamWatch struct {
 // end (a proxy that buffers and cuts before the ready timeout) is held
 // back too. The stream asks the heartbeat learned for this gateway (see
 // pathLessons.streamEnded).
-func (c *Client) runStream(ctx context.Context) streamOutcome {
-	sess, _ := c.credentials()
+func (r *receiver) runStream(ctx context.Context) streamOutcome {
+	c := r.client
+	sess, _ := c.session.get()
 	c.mu.Lock()
 	readyTimeout, heartbeat, maxEventBytes, mode := c.readyTimeout, c.heartbeat, c.maxEventBytes, c.transportMode
 	c.mu.Unlock()
@@ -74,7 +75,7 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 	stream := sse.NewClient(streamURL(gatewayPaths.heartbeat(c.api.baseURL)), sse.ClientMaxBufferSize(maxEventBytes))
 	stream.Connection = c.api.long
 	stream.Headers["Authorization"] = "Bearer " + sess.token
-	if cursor, ok := c.streamPosition(); ok {
+	if cursor, ok := c.session.position(); ok {
 		stream.LastEventID.Store([]byte(strconv.FormatInt(cursor, 10)))
 	}
 	// connEnded looks at each connection of the stream once it is over
@@ -82,7 +83,7 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 	// the subscription ended): a live stream cut while idle teaches the
 	// heartbeat to ask, which the library's next connection then asks.
 	connEnded := func() bool {
-		asked, changed, heldBack := c.streamConnEnded(watch)
+		asked, changed, heldBack := r.streamConnEnded(watch)
 		if changed {
 			stream.URL = streamURL(asked)
 		}
@@ -128,16 +129,16 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 			watch.readyAt.Store(time.Now().UnixNano())
 			watch.ready.Store(true)
 			c.reconnect.WentLive()
-			c.noteStream(time.Duration(watch.heartbeat.Load()))
+			c.path.noteStream(time.Duration(watch.heartbeat.Load()))
 			c.setState(StateConnected, TransportSSE)
 		case eventStreamReplaced:
 			watch.replaced.Store(true)
 		case toolgate.EventToolCallRequest, toolgate.EventCallCancelled:
 			if seq, err := strconv.ParseInt(string(msg.ID), 10, 64); err == nil {
-				c.advanceCursor(seq)
+				c.session.advance(seq)
 			}
 		}
-		c.handleEvent(eventType, msg.Data, sess)
+		r.handleEvent(eventType, msg.Data, sess)
 	}
 
 	ended := make(chan error, 1)
@@ -146,7 +147,7 @@ func (c *Client) runStream(ctx context.Context) streamOutcome {
 		connEnded() // the last connection, which the library did not retry
 		ended <- err
 	}()
-	return c.watchStream(ctx, cancel, ended, watch, readyTimeout)
+	return r.watchStream(ctx, cancel, ended, watch, readyTimeout)
 }
 
 // heldTogether is how soon after its ready a connection may end for the
@@ -160,7 +161,8 @@ const heldTogether = 100 * time.Millisecond
 // which may change the heartbeat streams to this gateway ask, and whether
 // its ready came only together with its end (held back). It looks at each
 // connection once (a later call finds it not live).
-func (c *Client) streamConnEnded(watch *streamWatch) (asked time.Duration, changed, heldBack bool) {
+func (r *receiver) streamConnEnded(watch *streamWatch) (asked time.Duration, changed, heldBack bool) {
+	c := r.client
 	watch.sent.Store(false)
 	if !watch.ready.Swap(false) {
 		return 0, false, false
@@ -168,13 +170,13 @@ func (c *Client) streamConnEnded(watch *streamWatch) (asked time.Duration, chang
 	age := time.Since(time.Unix(0, watch.readyAt.Load()))
 	cut := !watch.replaced.Load()
 	if cut && age < heldTogether {
-		c.noteCut(age, "the stream's ready came only with its end (a proxy buffers it)")
+		c.path.noteCut(age, "the stream's ready came only with its end (a proxy buffers it)")
 		return 0, false, true
 	}
 	idle := time.Since(time.Unix(0, watch.lastEvent.Load()))
 	heartbeat := time.Duration(watch.heartbeat.Load())
 	if cut {
-		c.noteCut(age, fmt.Sprintf("the stream ended after %s, %s without a byte", age.Round(time.Millisecond), idle.Round(time.Millisecond)))
+		c.path.noteCut(age, fmt.Sprintf("the stream ended after %s, %s without a byte", age.Round(time.Millisecond), idle.Round(time.Millisecond)))
 	}
 	asked, changed = gatewayPaths.streamEnded(c.api.baseURL, cut, idle, heartbeat)
 	if changed {
@@ -186,7 +188,8 @@ func (c *Client) streamConnEnded(watch *streamWatch) (asked time.Duration, chang
 
 // watchStream waits for the stream to end, the client to close, the
 // gateway to refuse the session, or the stream to stall.
-func (c *Client) watchStream(ctx context.Context, cancel context.CancelFunc, ended <-chan error, watch *streamWatch, readyTimeout time.Duration) streamOutcome {
+func (r *receiver) watchStream(ctx context.Context, cancel context.CancelFunc, ended <-chan error, watch *streamWatch, readyTimeout time.Duration) streamOutcome {
+	c := r.client
 	tick := time.NewTicker(max(readyTimeout/4, 10*time.Millisecond))
 	defer tick.Stop()
 	outcome := func(o streamOutcome) streamOutcome {
@@ -216,7 +219,7 @@ func (c *Client) watchStream(ctx context.Context, cancel context.CancelFunc, end
 			return outcomeRetry
 		case <-ctx.Done():
 			return outcome(outcomeStopped)
-		case <-c.sessionLostChan():
+		case <-r.lost:
 			return outcome(outcomeSessionLost)
 		case <-tick.C:
 			now := time.Now()
