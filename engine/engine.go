@@ -26,8 +26,10 @@ import (
 //
 // The operations are grouped by concern, each a type over the state they
 // share (core): Sessions, Calls, Delivery (streams, polls and answers),
-// Tools, and the built-in calls (builtinCalls). Engine is all of them, as
-// the adapters use it.
+// Tools, and the built-in calls (builtinCalls). Engine holds them as named
+// fields, and a caller names the part it uses (eng.Calls.CreateCall);
+// Engine's own methods are those of the whole (Close, the keys, Healthy,
+// what the agent host asks).
 type Engine struct {
 	core *core
 
