@@ -62,7 +62,7 @@ func New(t *Tools, e *engine.Engine, opts Options, log *slog.Logger) (*Agent, er
 	}
 	a := &Agent{
 		Registry: reg,
-		Runner:   &agentloop.Runner{Registry: reg, Gateway: engineDispatcher{tools: e.Tools, calls: e.Calls}, Model: model, Store: runStore{st: e.Store(), now: e.Now}, Log: log},
+		Runner:   &agentloop.Runner{Registry: reg, Directory: e.Tools, Dispatcher: engineDispatcher{e.Calls}, Model: model, Store: runStore{st: e.Store(), now: e.Now}, Log: log},
 		e:        e,
 		tools:    t,
 		log:      log,
@@ -387,18 +387,10 @@ func (f *runFeed) Next(ctx context.Context, from int) ([]toolgate.RunEvent, bool
 	}
 }
 
-// engineDispatcher is the engine as the agent loop's Gateway: every call
-// of a run goes through Dispatch and is waited on like any caller's, and
-// the sessions' tools are the engine's.
-type engineDispatcher struct {
-	tools *engine.Tools
-	calls *engine.Calls
-}
-
-// ListTools implements agentloop.RemoteDirectory.
-func (d engineDispatcher) ListTools(ctx context.Context, sessionID string) ([]toolgate.ToolInfo, error) {
-	return d.tools.ListTools(ctx, sessionID)
-}
+// engineDispatcher is the engine's calls as the agent loop's Dispatcher:
+// every call of a run goes through Dispatch and is waited on like any
+// caller's.
+type engineDispatcher struct{ calls *engine.Calls }
 
 // Dispatch implements agentloop.Dispatcher.
 func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRequest) (*toolgate.Call, error) {
