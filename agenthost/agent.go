@@ -62,7 +62,7 @@ func New(t *Tools, e *engine.Engine, opts Options, log *slog.Logger) (*Agent, er
 	}
 	a := &Agent{
 		Registry: reg,
-		Runner:   &agentloop.Runner{Registry: reg, Gateway: engineDispatcher{e}, Model: model, Store: runStore{st: e.Store(), now: e.Now}, Log: log},
+		Runner:   &agentloop.Runner{Registry: reg, Directory: e.Tools, Dispatcher: engineDispatcher{e.Calls}, Model: model, Store: runStore{st: e.Store(), now: e.Now}, Log: log},
 		e:        e,
 		tools:    t,
 		log:      log,
@@ -319,17 +319,17 @@ func (a *Agent) RunFeed(id string) toolgate.RunFeed {
 
 // ApproveCall implements handlers.Agent.
 func (a *Agent) ApproveCall(ctx context.Context, id, secret string) (*toolgate.Call, error) {
-	return a.e.ApproveCall(ctx, id, secret)
+	return a.e.Calls.ApproveCall(ctx, id, secret)
 }
 
 // DenyCall implements handlers.Agent.
 func (a *Agent) DenyCall(ctx context.Context, id, secret, reason string) (*toolgate.Call, error) {
-	return a.e.DenyCall(ctx, id, secret, reason)
+	return a.e.Calls.DenyCall(ctx, id, secret, reason)
 }
 
 // SetAutoApprove implements handlers.Agent.
 func (a *Agent) SetAutoApprove(ctx context.Context, sid string, on bool) (*toolgate.SessionView, error) {
-	return a.e.SetAutoApprove(ctx, sid, on)
+	return a.e.Calls.SetAutoApprove(ctx, sid, on)
 }
 
 // runFeed keeps a live run's events in memory for whoever streams them;
@@ -387,19 +387,14 @@ func (f *runFeed) Next(ctx context.Context, from int) ([]toolgate.RunEvent, bool
 	}
 }
 
-// engineDispatcher is the engine as the agent loop's Gateway: every call
-// of a run goes through Dispatch and is waited on like any caller's, and
-// the sessions' tools are the engine's.
-type engineDispatcher struct{ e *engine.Engine }
-
-// ListTools implements agentloop.RemoteDirectory.
-func (d engineDispatcher) ListTools(ctx context.Context, sessionID string) ([]toolgate.ToolInfo, error) {
-	return d.e.ListTools(ctx, sessionID)
-}
+// engineDispatcher is the engine's calls as the agent loop's Dispatcher:
+// every call of a run goes through Dispatch and is waited on like any
+// caller's.
+type engineDispatcher struct{ calls *engine.Calls }
 
 // Dispatch implements agentloop.Dispatcher.
 func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRequest) (*toolgate.Call, error) {
-	call, _, err := d.e.Dispatch(ctx, toolgate.CallRequest{SessionID: req.SessionID, Tool: req.Tool, Args: req.Args},
+	call, _, err := d.calls.Dispatch(ctx, toolgate.CallRequest{SessionID: req.SessionID, Tool: req.Tool, Args: req.Args},
 		engine.CallOptions{IdempotencyKey: req.IdempotencyKey, RunID: req.RunID})
 	return call, err
 }
@@ -407,5 +402,5 @@ func (d engineDispatcher) Dispatch(ctx context.Context, req agentloop.DispatchRe
 // Wait implements agentloop.Dispatcher: it returns once the call has
 // ended, passing on progress reports meanwhile.
 func (d engineDispatcher) Wait(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error) {
-	return d.e.WaitCallProgress(ctx, id, progress)
+	return d.calls.WaitCallProgress(ctx, id, progress)
 }

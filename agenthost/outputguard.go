@@ -102,11 +102,10 @@ func (g outputGuard) GuardOutput(tool string, output json.RawMessage, full bool)
 	return res
 }
 
-// MCPGuard is the engine as the MCP endpoint uses it: its calls, with
-// their results passed through the same safety step as a run's
-// (mcpserve.OutputGuard).
+// MCPGuard is the safety step of the MCP endpoint's calls: their results
+// pass the same one as a run's (mcpserve.OutputGuard).
 type MCPGuard struct {
-	*engine.Engine
+	Remote    *engine.Tools // the engine's tools, for their specs
 	Tools     *Tools
 	ClientKey string // set: a remote tool's opt-out of the safety step counts
 }
@@ -182,9 +181,9 @@ func (m MCPGuard) ProgressGuard(ctx context.Context, sid, tool string) func(json
 func (m MCPGuard) needsSanitization(ctx context.Context, sid, tool string) bool {
 	var infos []toolgate.ToolInfo
 	if sid == "" {
-		infos = m.Engine.GatewayTools()
+		infos = m.Remote.GatewayTools()
 	} else {
-		infos, _ = m.Engine.ListTools(ctx, sid)
+		infos, _ = m.Remote.ListTools(ctx, sid)
 	}
 	for _, info := range infos {
 		if info.Name == tool {

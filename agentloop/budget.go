@@ -87,7 +87,7 @@ func stepKeyPrefix(runID string, step int) string {
 // specs (a remote tool's estimated_cost is in its spec), else Resolve.
 func (r *Runner) stepEstimate(ctx context.Context, run *toolgate.Run, calls []toolgate.ChatToolCall) float64 {
 	known := map[string]toolgate.Tool{}
-	if tools, err := r.Registry.ToolsFor(ctx, r.Gateway, run.SessionID); err == nil {
+	if tools, err := r.Registry.ToolsFor(ctx, r.Directory, r.Dispatcher, run.SessionID); err == nil {
 		for _, t := range tools {
 			known[t.Name()] = t
 		}
@@ -103,7 +103,7 @@ func (r *Runner) stepEstimate(ctx context.Context, run *toolgate.Run, calls []to
 		}
 		t, ok := known[tc.Function.Name]
 		if !ok {
-			t = r.Registry.Resolve(tc.Function.Name, run.SessionID, r.Gateway)
+			t = r.Registry.Resolve(tc.Function.Name, run.SessionID, r.Dispatcher)
 		}
 		sum += CallEstimate(t, json.RawMessage(args))
 	}

@@ -29,12 +29,14 @@ const (
 // model is not asked again for a turn it has taken.
 type Runner struct {
 	Registry *Registry
-	// Gateway is what a run's tools go through: the engine, as the
-	// directory of the sessions' tools and the dispatch of every call.
-	Gateway Gateway
-	Model   Model // nil when no model is configured
-	Store   RunStore
-	Log     *slog.Logger // failures no caller sees; nil discards them
+	// Directory lists the sessions' tools (the engine's tools), and
+	// Dispatcher dispatches every call of a run's tools (the engine's
+	// calls), so that each is stored.
+	Directory  RemoteDirectory
+	Dispatcher Dispatcher
+	Model      Model // nil when no model is configured
+	Store      RunStore
+	Log        *slog.Logger // failures no caller sees; nil discards them
 	// Guard is the safety step tool outputs pass before the model, the
 	// run's events and its stored messages see them (safety.go); nil
 	// passes them as they are.
@@ -85,7 +87,7 @@ func (r *Runner) Start(ctx context.Context, in NewRun, id string, now time.Time)
 	}
 	if in.SessionID != "" {
 		// The session must exist; its tools are what the model is shown.
-		if _, err := r.Registry.ToolsFor(ctx, r.Gateway, in.SessionID); err != nil {
+		if _, err := r.Registry.ToolsFor(ctx, r.Directory, r.Dispatcher, in.SessionID); err != nil {
 			return nil, err
 		}
 	}
@@ -158,7 +160,7 @@ func (r *Runner) Drive(ctx context.Context, runID string, emit func(Event)) {
 			r.log().Warn("run waits for a model to be configured", "run", run.ID)
 			return
 		}
-		tools, err := r.Registry.ToolsFor(ctx, r.Gateway, run.SessionID)
+		tools, err := r.Registry.ToolsFor(ctx, r.Directory, r.Dispatcher, run.SessionID)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -311,7 +313,7 @@ func (r *Runner) runTool(ctx context.Context, run *toolgate.Run, step, index int
 	if !json.Valid([]byte(args)) {
 		err = toolgate.Errorf(toolgate.EInvalidArgs, "the arguments are not valid JSON: %s", truncate(args, 200))
 	} else {
-		tool = r.Registry.Resolve(name, run.SessionID, r.Gateway)
+		tool = r.Registry.Resolve(name, run.SessionID, r.Dispatcher)
 		if d, c := toolgate.Estimates(tool, json.RawMessage(args)); d > 0 || c > 0 {
 			base.EstimatedDurationMS, base.EstimatedCost = d.Milliseconds(), c
 		}

@@ -17,15 +17,6 @@ type RemoteDirectory interface {
 	ListTools(ctx context.Context, sessionID string) ([]toolgate.ToolInfo, error)
 }
 
-// Gateway is what the tools of a run go through: the directory of the
-// sessions' tools and the dispatch of every call. The engine implements
-// it; the registry is built before it and is handed it per use (the
-// Runner's Gateway).
-type Gateway interface {
-	RemoteDirectory
-	Dispatcher
-}
-
 // Registry knows every tool and where it runs: the built-in tools, held
 // here; the tool sets (an imported MCP server's tools, a sandbox
 // directory's: toolset.go), asked live; and the remote tools of each
@@ -153,14 +144,12 @@ func (r *Registry) CheckRemote(sessionID string, spec toolgate.ToolSpec) error {
 
 // ToolsFor returns the tools a run for the session may use: the built-in
 // tools, the tools of the tool sets that are online, and the session's
-// tools that are online (as gw lists them), sorted by name (built-ins and
-// sets first). Every one executes through gw, so each call is stored. An
-// empty sessionID gives the tools called without a session only.
-func (r *Registry) ToolsFor(ctx context.Context, gw Gateway, sessionID string) ([]toolgate.Tool, error) {
-	var d Dispatcher
-	if gw != nil {
-		d = gw
-	}
+// tools that are online (as dir lists them), sorted by name (built-ins and
+// sets first). Every one executes through d, so each call is stored. An
+// empty sessionID gives the tools called without a session only. The
+// registry is built before the engine, which is both dir and d: it is
+// handed them per use (the Runner's Directory and Dispatcher).
+func (r *Registry) ToolsFor(ctx context.Context, dir RemoteDirectory, d Dispatcher, sessionID string) ([]toolgate.Tool, error) {
 	r.mu.RLock()
 	tools := make([]toolgate.Tool, 0, len(r.names))
 	for _, name := range r.names {
@@ -182,7 +171,10 @@ func (r *Registry) ToolsFor(ctx context.Context, gw Gateway, sessionID string) (
 	if sessionID == "" {
 		return tools, nil
 	}
-	infos, err := gw.ListTools(ctx, sessionID)
+	if dir == nil {
+		return nil, fmt.Errorf("agentloop: no directory of the sessions' tools")
+	}
+	infos, err := dir.ListTools(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}

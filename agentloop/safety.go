@@ -107,7 +107,7 @@ func (r *Runner) needsSanitization(ctx context.Context, tool toolgate.Tool, sess
 		return true
 	}
 	if gt := tool.(*GatewayTool); gt.spec.RequiresSanitization == nil {
-		tools, err := r.Registry.ToolsFor(ctx, r.Gateway, sessionID)
+		tools, err := r.Registry.ToolsFor(ctx, r.Directory, r.Dispatcher, sessionID)
 		if err != nil {
 			return true
 		}

@@ -57,7 +57,7 @@ func TestRegistryPlainToolSets(t *testing.T) {
 	if got, want := strings.Join(listed, " "), "current_time/builtin echo/sandbox fs__read/mcp shared/sandbox solo/other"; got != want {
 		t.Fatalf("listed %q; want %q", got, want)
 	}
-	tools, err := r.ToolsFor(context.Background(), nullDispatcher{}, "")
+	tools, err := r.ToolsFor(context.Background(), nullDispatcher{}, nullDispatcher{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestRegistryListsAndGuardsToolSets(t *testing.T) {
 	}
 
 	offered := func() string {
-		tools, err := r.ToolsFor(context.Background(), nullDispatcher{}, "")
+		tools, err := r.ToolsFor(context.Background(), nullDispatcher{}, nullDispatcher{}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,15 +63,18 @@ func (k *AgentKey) foundIn(s string) bool {
 
 // AgentKey returns the caller/admin secret: configured, read from the key
 // file, or generated at this start.
-func (e *Engine) AgentKey() string { return e.agentKey.plain }
+func (e *Engine) AgentKey() string { return e.core.agentKey.plain }
 
 // AgentKeyFile returns the file a generated agent key is kept in ("" for
 // a database in memory).
-func (e *Engine) AgentKeyFile() string { return e.agentKey.file }
+func (e *Engine) AgentKeyFile() string { return e.core.agentKey.file }
 
-// IsAgentKey reports whether secret is the agent key, comparing hashes in
+// isAgentKey reports whether secret is the agent key, comparing hashes in
 // constant time.
-func (e *core) IsAgentKey(secret string) bool { return e.agentKey.matches(secret) }
+func (e *core) isAgentKey(secret string) bool { return e.agentKey.matches(secret) }
+
+// IsAgentKey reports whether secret is the agent key (see core.isAgentKey).
+func (e *Engine) IsAgentKey(secret string) bool { return e.core.isAgentKey(secret) }
 
 // holdsAgentKey reports whether s holds the agent key anywhere (client
 // metadata is scrubbed of it).

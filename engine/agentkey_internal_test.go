@@ -85,7 +85,7 @@ func TestGeneratedAgentKeyAtRest(t *testing.T) {
 	if got := srv.Engine.AgentKey(); got != key {
 		t.Errorf("after a restart the key is %q, want %q", got, key)
 	}
-	if !srv.Engine.holdsAgentKey("http://x/#agent_key="+key+"&y") || srv.Engine.holdsAgentKey("tga_"+strings.Repeat("A", 43)) {
+	if !srv.Engine.core.holdsAgentKey("http://x/#agent_key="+key+"&y") || srv.Engine.core.holdsAgentKey("tga_"+strings.Repeat("A", 43)) {
 		t.Error("metadata is not scrubbed of the key")
 	}
 }
@@ -147,7 +147,7 @@ func TestDatabaseFilesPrivate(t *testing.T) {
 	cfg := testConfig(t)
 	srv := openGenerated(t, cfg)
 	defer srv.Close()
-	if _, err := srv.Engine.CreateSession(context.Background(), toolgate.CreateSessionRequest{}); err != nil {
+	if _, err := srv.Engine.Sessions.CreateSession(context.Background(), toolgate.CreateSessionRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{cfg.DBPath, cfg.DBPath + "-wal", cfg.DBPath + "-shm"} {

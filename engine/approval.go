@@ -22,7 +22,7 @@ func (e *Calls) approverOf(secret string) (approver, error) {
 	if secret == "" {
 		return approver{}, toolgate.Errorf(toolgate.EUnauthenticated, "the agent key or a session token is required (Authorization: Bearer <secret>)")
 	}
-	if e.IsAgentKey(secret) {
+	if e.isAgentKey(secret) {
 		return approver{agent: true}, nil
 	}
 	var sid string

@@ -24,24 +24,24 @@ func TestSweepEndsOverdueCalls(t *testing.T) {
 	}, "slow")
 	e := srv.Engine
 	ctx := context.Background()
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow", Args: json.RawMessage(`{}`), TimeoutMS: 60000}, "")
+	call, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow", Args: json.RawMessage(`{}`), TimeoutMS: 60000}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.waiters.notStored(call.ID) // the engine no longer knows the call is open
+	e.core.waiters.notStored(call.ID) // the engine no longer knows the call is open
 
 	mu.Lock()
 	offset = 2 * time.Minute
 	mu.Unlock()
 	// The queue's expiry runs here, before the checks below.
-	if taken, _ := e.deadlines.tick(); taken != 1 {
+	if taken, _ := e.core.deadlines.tick(); taken != 1 {
 		t.Fatalf("the queue took %d deadlines, want the call's one", taken)
 	}
-	if got, err := e.GetCall(ctx, call.ID); err != nil || got.Status.Final() {
+	if got, err := e.Calls.GetCall(ctx, call.ID); err != nil || got.Status.Final() {
 		t.Fatalf("the queue ended a call it should have skipped: %+v %v", got, err)
 	}
-	e.Sweep(ctx)
-	got, err := e.GetCall(ctx, call.ID)
+	e.Sessions.Sweep(ctx)
+	got, err := e.Calls.GetCall(ctx, call.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,19 +25,19 @@ func TestCallDuringFailedCloseStaysOpen(t *testing.T) {
 	var once sync.Once
 	e.Hooks().OnBeforeCall(func(context.Context, toolgate.CallCheck) error {
 		// What closeSession does before its write; the write then fails.
-		once.Do(func() { e.countClosing(sid, +1) })
+		once.Do(func() { e.Sessions.countClosing(sid, +1) })
 		return nil
 	})
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{}`), TimeoutMS: 60000}, "")
+	call, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{}`), TimeoutMS: 60000}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.countClosing(sid, -1) // closeSession's error path
+	e.Sessions.countClosing(sid, -1) // closeSession's error path
 	if call.Status != toolgate.StatusPending {
 		t.Fatalf("call made during a close that failed: %s %+v, want pending", call.Status, call.Error)
 	}
 	// And the session takes calls again.
-	again, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{}`)}, "")
+	again, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{}`)}, "")
 	if err != nil || again.Status != toolgate.StatusPending {
 		t.Fatalf("call after the failed close: %+v %v", again, err)
 	}
@@ -60,11 +60,11 @@ func TestIdempotencyKeyRaceReturnsTheWinner(t *testing.T) {
 	var winnerErr error
 	e.Hooks().OnBeforeCall(func(context.Context, toolgate.CallCheck) error {
 		if raced.CompareAndSwap(false, true) {
-			winner, _, winnerErr = e.Dispatch(ctx, req, opts)
+			winner, _, winnerErr = e.Calls.Dispatch(ctx, req, opts)
 		}
 		return nil
 	})
-	got, created, err := e.Dispatch(ctx, req, opts)
+	got, created, err := e.Calls.Dispatch(ctx, req, opts)
 	if winnerErr != nil || winner == nil {
 		t.Fatalf("the racing request: %+v %v", winner, winnerErr)
 	}

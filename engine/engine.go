@@ -26,14 +26,17 @@ import (
 //
 // The operations are grouped by concern, each a type over the state they
 // share (core): Sessions, Calls, Delivery (streams, polls and answers),
-// Tools, and the built-in calls (builtinCalls). Engine is all of them, as
-// the adapters use it.
+// Tools, and the built-in calls (builtinCalls). Engine holds them as named
+// fields, and a caller names the part it uses (eng.Calls.CreateCall);
+// Engine's own methods are those of the whole (Close, the keys, Healthy,
+// what the agent host asks).
 type Engine struct {
-	*core
-	*Sessions
-	*Calls
-	*Delivery
-	*Tools
+	core *core
+
+	Sessions *Sessions
+	Calls    *Calls
+	Delivery *Delivery
+	Tools    *Tools
 }
 
 // Sessions are the engine's operations on sessions: create, authorize,
@@ -157,32 +160,32 @@ func New(ctx context.Context, opts Options, st *store.Store, log *slog.Logger) (
 
 // Hooks returns the chain every call (before it is stored) and every
 // remote tool registration passes; embedders add their own hooks to it.
-func (e *Engine) Hooks() *toolgate.Hooks { return e.hooks }
+func (e *Engine) Hooks() *toolgate.Hooks { return e.core.hooks }
 
 // Close stops the engine's background loops. The store stays open.
 func (e *Engine) Close() {
 	select {
-	case <-e.stop:
+	case <-e.core.stop:
 		return
 	default:
 	}
-	close(e.stop)
-	e.endLife()
-	e.stopped.Wait()
-	e.marks.flush() // before the store closes
-	e.sessions.closeAll()
+	close(e.core.stop)
+	e.core.endLife()
+	e.core.stopped.Wait()
+	e.core.marks.flush() // before the store closes
+	e.core.sessions.closeAll()
 }
 
 // Store returns the engine's store.
-func (e *Engine) Store() *store.Store { return e.st }
+func (e *Engine) Store() *store.Store { return e.core.st }
 
 // IsClientKey reports whether secret may create sessions: true for anyone
 // when no client key is configured, else the client key or the agent key.
 func (e *Engine) IsClientKey(secret string) bool {
-	if e.cfg.ClientKey == "" {
+	if e.core.cfg.ClientKey == "" {
 		return true
 	}
-	return secretEqual(secret, e.cfg.ClientKey) || e.IsAgentKey(secret)
+	return secretEqual(secret, e.core.cfg.ClientKey) || e.IsAgentKey(secret)
 }
 
 // newSecret returns 32 random bytes, base64url-encoded.
@@ -205,4 +208,4 @@ func secretEqual(a, b string) bool {
 }
 
 // Healthy reports whether the engine can serve: its database answers.
-func (e *Engine) Healthy(ctx context.Context) error { return e.st.Ping(ctx) }
+func (e *Engine) Healthy(ctx context.Context) error { return e.core.st.Ping(ctx) }

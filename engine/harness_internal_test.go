@@ -141,11 +141,11 @@ func serveWithTool(t *testing.T, configure func(*Config), tool string) (*Server,
 func newSessionWithTool(t *testing.T, e *Engine, spec toolgate.ToolSpec) string {
 	t.Helper()
 	ctx := context.Background()
-	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
+	s, err := e.Sessions.CreateSession(ctx, toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{spec}})
+	res, err := e.Tools.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{spec}})
 	if err != nil || res.Registered != 1 {
 		t.Fatalf("register %s: %+v %v", spec.Name, res, err)
 	}

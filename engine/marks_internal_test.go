@@ -11,14 +11,14 @@ import (
 func TestRestoreMarkAfterFlush(t *testing.T) {
 	srv, _ := serveWithTool(t, nil, "echo")
 	e := srv.Engine
-	e.marks.flush() // the pending marks are gone now
+	e.core.marks.flush() // the pending marks are gone now
 	// Armed already: restore arms no timer whose flush could take the
 	// mark before this test looks at it.
-	e.marks.mu.Lock()
-	e.marks.armed = true
-	e.marks.mu.Unlock()
-	e.marks.restore("call-1", deliveryMark{first: time.Now(), count: 1})
-	if got := e.marks.take("call-1"); got.count != 1 {
+	e.core.marks.mu.Lock()
+	e.core.marks.armed = true
+	e.core.marks.mu.Unlock()
+	e.core.marks.restore("call-1", deliveryMark{first: time.Now(), count: 1})
+	if got := e.core.marks.take("call-1"); got.count != 1 {
 		t.Fatalf("restored mark = %+v, want one delivery", got)
 	}
 }

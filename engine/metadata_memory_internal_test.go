@@ -23,14 +23,14 @@ func TestOpenSessionHoldsNoMetadata(t *testing.T) {
 	srv, stop := startServer(t, cfg)
 	ctx := context.Background()
 	metadata := json.RawMessage(`{"note":"` + marker + strings.Repeat("m", 3000) + `"}`)
-	created, err := srv.Engine.CreateSession(ctx, toolgate.CreateSessionRequest{Client: toolgate.ClientInfo{Name: "c"}, Metadata: metadata})
+	created, err := srv.Engine.Sessions.CreateSession(ctx, toolgate.CreateSessionRequest{Client: toolgate.ClientInfo{Name: "c"}, Metadata: metadata})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := created.SessionID
 	checkNoMarker(t, srv.Engine, sid, marker, "after create")
 	spec := toolgate.ToolSpec{Name: "echo", Description: "Echo", Parameters: json.RawMessage(`{"type":"object"}`)}
-	if _, err := srv.Engine.RegisterTools(ctx, sid, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{spec}}); err != nil {
+	if _, err := srv.Engine.Tools.RegisterTools(ctx, sid, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{spec}}); err != nil {
 		t.Fatal(err)
 	}
 	checkNoMarker(t, srv.Engine, sid, marker, "after registering a tool")
@@ -46,7 +46,7 @@ func TestOpenSessionHoldsNoMetadata(t *testing.T) {
 func checkNoMarker(t *testing.T, e *Engine, sid, marker, when string) {
 	t.Helper()
 	var paths []string
-	if !e.sessions.with(sid, func(s *sessionState) {
+	if !e.core.sessions.with(sid, func(s *sessionState) {
 		paths = findString(reflect.ValueOf(s), "session", marker, map[uintptr]bool{})
 	}) {
 		t.Fatalf("%s: session %s is not open", when, sid)
@@ -60,11 +60,11 @@ func checkNoMarker(t *testing.T, e *Engine, sid, marker, when string) {
 // not show the metadata.
 func checkViewShowsMarker(t *testing.T, e *Engine, sid, marker string) {
 	t.Helper()
-	view, err := e.SessionView(context.Background(), sid)
+	view, err := e.Sessions.SessionView(context.Background(), sid)
 	if err != nil || !strings.Contains(string(view.Metadata), marker) {
 		t.Errorf("the session view lacks the metadata: %v %s", err, view.Metadata)
 	}
-	list, err := e.ListSessions(context.Background(), toolgate.SessionQuery{})
+	list, err := e.Sessions.ListSessions(context.Background(), toolgate.SessionQuery{})
 	if err != nil || len(list.Sessions) != 1 || !strings.Contains(string(list.Sessions[0].Metadata), marker) {
 		t.Errorf("the session list lacks the metadata: %v %+v", err, list)
 	}

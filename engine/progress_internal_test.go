@@ -15,16 +15,16 @@ import (
 func TestReportProgressTellsWatchers(t *testing.T) {
 	ctx := context.Background()
 	srv, sid := serveWithTool(t, nil, "slow")
-	call, err := srv.Engine.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow"}, "")
+	call, err := srv.Engine.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := srv.Engine
-	updates, stop := e.progress.watch(call.ID)
+	updates, stop := e.core.progress.watch(call.ID)
 	defer stop()
-	stopped, stopEarly := e.progress.watch(call.ID)
+	stopped, stopEarly := e.core.progress.watch(call.ID)
 	stopEarly()
-	if _, err := e.ReportProgress(ctx, sid, toolgate.ProgressReport{ID: call.ID, Progress: json.RawMessage(`{ "done": 1 }`)}); err != nil {
+	if _, err := e.Delivery.ReportProgress(ctx, sid, toolgate.ProgressReport{ID: call.ID, Progress: json.RawMessage(`{ "done": 1 }`)}); err != nil {
 		t.Fatal(err)
 	}
 	// The watchers are told before ReportProgress returns.
@@ -50,17 +50,17 @@ func TestWaitCallProgressPassesAnEarlierReport(t *testing.T) {
 	ctx := context.Background()
 	srv, sid := serveWithTool(t, nil, "slow")
 	e := srv.Engine
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow"}, "")
+	call, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "slow"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ReportProgress(ctx, sid, toolgate.ProgressReport{ID: call.ID, Progress: json.RawMessage(`{"done":1}`)}); err != nil {
+	if _, err := e.Delivery.ReportProgress(ctx, sid, toolgate.ProgressReport{ID: call.ID, Progress: json.RawMessage(`{"done":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	var got []string
-	_, err = e.WaitCallProgress(waitCtx, call.ID, func(p json.RawMessage) { got = append(got, string(p)) })
+	_, err = e.Calls.WaitCallProgress(waitCtx, call.ID, func(p json.RawMessage) { got = append(got, string(p)) })
 	if err == nil {
 		t.Fatal("the call ended; it was never answered")
 	}

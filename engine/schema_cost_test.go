@@ -52,11 +52,11 @@ func TestCostlySchemasAreRefused(t *testing.T) {
 	srv, _ := startServer(t, testConfig(t))
 	e := srv.Engine
 	ctx := context.Background()
-	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
+	s, err := e.Sessions.CreateSession(ctx, toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{
+	res, err := e.Tools.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{
 		{Name: "exp20", Description: "x", Parameters: json.RawMessage(expChainParameters(20))},
 		{Name: "recursive", Description: "x", Parameters: json.RawMessage(recursiveAnyOfParameters)},
 		{Name: "pat1", Description: "d", Parameters: json.RawMessage(manyPatternsParameters("1"))},
@@ -78,7 +78,7 @@ func TestCostlySchemasAreRefused(t *testing.T) {
 			t.Errorf("%s rejected %s %q, want BAD_REQUEST with %q", r.Name, r.Code, r.Message, want[r.Name])
 		}
 	}
-	if n := e.schemas.compiles.Load(); n != 1 {
+	if n := e.core.schemas.compiles.Load(); n != 1 {
 		t.Errorf("%d schemas compiled, want 1 (echo's)", n)
 	}
 }

@@ -28,11 +28,11 @@ func TestDeepSchemaIsRefusedBeforeCompiling(t *testing.T) {
 	srv, _ := startServer(t, testConfig(t))
 	e := srv.Engine
 	ctx := context.Background()
-	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
+	s, err := e.Sessions.CreateSession(ctx, toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{
+	res, err := e.Tools.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{
 		{Name: "deep", Description: "nested 1,000 deep", Parameters: json.RawMessage(deepParameters(1000))},
 		{Name: "huge", Description: "nested 4,000 deep", Parameters: json.RawMessage(deepParameters(4000))},
 		{Name: "echo", Description: "fine", Parameters: json.RawMessage(textSchema)},
@@ -52,7 +52,7 @@ func TestDeepSchemaIsRefusedBeforeCompiling(t *testing.T) {
 			t.Errorf("%s rejected %s %q, want BAD_REQUEST %q", r.Name, r.Code, r.Message, want[r.Name])
 		}
 	}
-	if n := e.schemas.compiles.Load(); n != 1 {
+	if n := e.core.schemas.compiles.Load(); n != 1 {
 		t.Errorf("%d schemas compiled, want 1 (echo's)", n)
 	}
 }
@@ -65,7 +65,7 @@ func TestToolCapIsAppliedBeforeCompiling(t *testing.T) {
 	srv, _ := startServer(t, testConfig(t))
 	e := srv.Engine
 	ctx := context.Background()
-	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
+	s, err := e.Sessions.CreateSession(ctx, toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestToolCapIsAppliedBeforeCompiling(t *testing.T) {
 		tools[i] = toolgate.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "one of many",
 			Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","title":"schema %d"}`, i))}
 	}
-	res, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: tools})
+	res, err := e.Tools.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestToolCapIsAppliedBeforeCompiling(t *testing.T) {
 	if r := res.Rejected[0]; r.Name != "tool_256" || r.Code != toolgate.EConflict || r.Message != "the session would hold more than 256 tools" {
 		t.Errorf("first rejection %+v", r)
 	}
-	if n := e.schemas.compiles.Load(); n != 256 {
+	if n := e.core.schemas.compiles.Load(); n != 256 {
 		t.Errorf("%d schemas compiled, want 256", n)
 	}
 }
@@ -96,35 +96,35 @@ func TestToolCapIsAppliedBeforeCompiling(t *testing.T) {
 func TestCompilesWaitForASlot(t *testing.T) {
 	srv, _ := startServer(t, testConfig(t))
 	e := srv.Engine
-	s, err := e.CreateSession(context.Background(), toolgate.CreateSessionRequest{})
+	s, err := e.Sessions.CreateSession(context.Background(), toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cap(e.schemas.slots) != compileSlots() {
-		t.Fatalf("%d compile slots, want %d", cap(e.schemas.slots), compileSlots())
+	if cap(e.core.schemas.slots) != compileSlots() {
+		t.Fatalf("%d compile slots, want %d", cap(e.core.schemas.slots), compileSlots())
 	}
-	for range cap(e.schemas.slots) {
-		e.schemas.slots <- struct{}{} // compiles that take long
+	for range cap(e.core.schemas.slots) {
+		e.core.schemas.slots <- struct{}{} // compiles that take long
 	}
 	req := toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{{Name: "echo", Description: "d", Parameters: json.RawMessage(textSchema)}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.RegisterTools(ctx, s.SessionID, req)
+		_, err := e.Tools.RegisterTools(ctx, s.SessionID, req)
 		done <- err
 	}()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("a registration waiting for a slot, its client gone: %v, want context.Canceled", err)
 	}
-	if n := e.schemas.compiles.Load(); n != 0 {
+	if n := e.core.schemas.compiles.Load(); n != 0 {
 		t.Errorf("%d schemas compiled while every slot was taken", n)
 	}
-	if tools, _ := e.ListTools(context.Background(), s.SessionID); len(tools) != 0 {
+	if tools, _ := e.Tools.ListTools(context.Background(), s.SessionID); len(tools) != 0 {
 		t.Errorf("tools stored by a registration that ended: %v", tools)
 	}
-	<-e.schemas.slots
-	if res, err := e.RegisterTools(context.Background(), s.SessionID, req); err != nil || res.Registered != 1 {
+	<-e.core.schemas.slots
+	if res, err := e.Tools.RegisterTools(context.Background(), s.SessionID, req); err != nil || res.Registered != 1 {
 		t.Errorf("with a slot free: %+v %v", res, err)
 	}
 }
@@ -153,7 +153,7 @@ func TestStartUpCompilesNoStoredSchema(t *testing.T) {
 	err = st.Write(context.Background(), func(tx *store.Tx) error {
 		for name, params := range stored {
 			row := store.NewToolRow(sid, toolgate.ToolSpec{Name: name, Description: "stored long ago",
-				Parameters: json.RawMessage(params), RequiresApproval: toolgate.ApprovalNever}, first.Engine.now())
+				Parameters: json.RawMessage(params), RequiresApproval: toolgate.ApprovalNever}, first.Engine.core.now())
 			if err := tx.UpsertTool(&row); err != nil {
 				return err
 			}
@@ -169,14 +169,14 @@ func TestStartUpCompilesNoStoredSchema(t *testing.T) {
 
 	again, _ := startServer(t, cfg)
 	e := again.Engine
-	if n := e.schemas.compiles.Load(); n != 0 {
+	if n := e.core.schemas.compiles.Load(); n != 0 {
 		t.Fatalf("%d schemas compiled at start, want none", n)
 	}
-	if tools, _ := e.ListTools(context.Background(), sid); len(tools) != 6 {
+	if tools, _ := e.Tools.ListTools(context.Background(), sid); len(tools) != 6 {
 		t.Errorf("%d tools loaded, want 6", len(tools))
 	}
 	call := func(tool, args string) error {
-		_, err := e.CreateCall(context.Background(), toolgate.CallRequest{SessionID: sid, Tool: tool, Args: json.RawMessage(args)}, "")
+		_, err := e.Calls.CreateCall(context.Background(), toolgate.CallRequest{SessionID: sid, Tool: tool, Args: json.RawMessage(args)}, "")
 		return err
 	}
 	for range 2 {
@@ -192,7 +192,7 @@ func TestStartUpCompilesNoStoredSchema(t *testing.T) {
 	if err := call("echo", `{"text":7}`); toolgate.ErrorCode(err) != toolgate.EInvalidArgs {
 		t.Errorf("echo with text 7: %v, want INVALID_ARGS (its schema compiled on first use)", err)
 	}
-	if n := e.schemas.compiles.Load(); n != 2 {
+	if n := e.core.schemas.compiles.Load(); n != 2 {
 		t.Errorf("%d schemas compiled, want 2 (broken once, echo once)", n)
 	}
 }

@@ -37,7 +37,7 @@ func cacheSize(c *schemaCache) int {
 func toolSchema(t *testing.T, e *Engine, sessionID, name string) *jsonschema.Schema {
 	t.Helper()
 	var tool *toolEntry
-	e.sessions.with(sessionID, func(s *sessionState) { tool = s.tools[name] })
+	e.core.sessions.with(sessionID, func(s *sessionState) { tool = s.tools[name] })
 	if tool == nil {
 		t.Fatalf("session %s has no tool %s", sessionID, name)
 	}
@@ -66,12 +66,12 @@ func TestToolsWithTheSameParametersShareOneSchema(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, sid := range []string{a, b} {
-		_, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{"text":7}`)}, "")
+		_, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: json.RawMessage(`{"text":7}`)}, "")
 		if toolgate.ErrorCode(err) != toolgate.EInvalidArgs {
 			t.Errorf("session %s: a call with text 7 gave %v, want %s", sid, err, toolgate.EInvalidArgs)
 		}
 	}
-	if _, err := e.CreateCall(ctx, toolgate.CallRequest{SessionID: c, Tool: "echo", Args: json.RawMessage(`{"text":"a","n":"x"}`)}, ""); toolgate.ErrorCode(err) != toolgate.EInvalidArgs {
+	if _, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: c, Tool: "echo", Args: json.RawMessage(`{"text":"a","n":"x"}`)}, ""); toolgate.ErrorCode(err) != toolgate.EInvalidArgs {
 		t.Errorf("the third tool took n=\"x\" (with a text, which its schema does not ask for): %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestLoadedToolsShareOneSchema(t *testing.T) {
 	stop()
 
 	again, _ := startServer(t, cfg)
-	if n := again.Engine.schemas.compiles.Load(); n != 0 {
+	if n := again.Engine.core.schemas.compiles.Load(); n != 0 {
 		t.Errorf("%d schemas compiled at start, want none", n)
 	}
 	shared := toolSchema(t, again.Engine, sessions[0], "echo")
@@ -98,7 +98,7 @@ func TestLoadedToolsShareOneSchema(t *testing.T) {
 			t.Errorf("session %s's tool was compiled again", sid)
 		}
 	}
-	if n := again.Engine.schemas.compiles.Load(); n != 1 {
+	if n := again.Engine.core.schemas.compiles.Load(); n != 1 {
 		t.Errorf("%d schemas compiled, want 1", n)
 	}
 }

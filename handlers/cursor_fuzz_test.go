@@ -110,8 +110,9 @@ func FuzzCursorParams(f *testing.F) {
 		}},
 	}
 	// The server of newTestServer, which takes a *testing.T.
-	api := handlers.New(handlers.Options{Engine: eng, MaxBodyBytes: 1 << 20,
-		PollWait: 0, MaxPollWait: time.Millisecond, MaxCallWait: maxCallWait})
+	opts := eng.options()
+	opts.MaxBodyBytes, opts.PollWait, opts.MaxPollWait, opts.MaxCallWait = 1<<20, 0, time.Millisecond, maxCallWait
+	api := handlers.New(opts)
 	api.Start()
 	ts := httptest.NewServer(api)
 	f.Cleanup(func() {

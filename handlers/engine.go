@@ -4,9 +4,10 @@
 // error codes to HTTP statuses, and the embedded web assets.
 //
 // It declares what it needs of the engine as one small interface per
-// resource (Auth, Sessions, Tools, Delivery, Answers, Calls), whose union
-// is Engine; each resource's handlers hold only their own part. The server
-// package provides the implementation and wires the two together.
+// resource (Auth, SessionAuth, Sessions, Tools, Delivery, Answers, Calls),
+// each a field of Options; each resource's handlers hold only their own. The server
+// package passes the engine's parts (engine.Engine's Sessions, Tools,
+// Delivery and Calls, and the Engine itself for Auth).
 package handlers
 
 import (
@@ -17,29 +18,22 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// Engine is the gateway core as the handlers use it: the union of what
-// each resource's handlers need. The router hands each resource only its
-// own part, so a test fakes only what the routes it drives use.
-type Engine interface {
-	Auth
-	Sessions
-	Tools
-	Delivery
-	Answers
-	Calls
-}
-
-// Auth is what the router itself needs: who holds which key or token,
-// and whether the gateway can serve at all (GET /healthz).
+// Auth is what the router itself needs: who holds which key, and
+// whether the gateway can serve at all (GET /healthz).
 type Auth interface {
 	// IsAgentKey reports whether secret is the agent (caller) key.
 	IsAgentKey(secret string) bool
 	// IsClientKey reports whether secret may create sessions.
 	IsClientKey(secret string) bool
-	// AuthorizeSession returns nil when token is the session's own.
-	AuthorizeSession(ctx context.Context, sid, token string) error
 	// Healthy returns nil when the gateway can serve.
 	Healthy(ctx context.Context) error
+}
+
+// SessionAuth is what the routes of one session (and the multi-session
+// stream and poll) need first: whether a token is the session's own.
+type SessionAuth interface {
+	// AuthorizeSession returns nil when token is the session's own.
+	AuthorizeSession(ctx context.Context, sid, token string) error
 }
 
 // Sessions is what the session routes need: create, read, list, close.
@@ -105,7 +99,16 @@ type Calls interface {
 
 // Options configure the router.
 type Options struct {
-	Engine         Engine       // the gateway core; each resource uses its part
+	// The gateway core, one part per resource: each resource's handlers
+	// hold only their own.
+	Auth        Auth
+	SessionAuth SessionAuth // the engine's sessions, as the token check
+	Sessions    Sessions
+	Tools       Tools
+	Delivery    Delivery
+	Answers     Answers
+	Calls       Calls
+
 	Metrics        http.Handler // serves /metrics
 	AllowedOrigins []string     // CORS origins; none disables CORS
 	MaxBodyBytes   int64

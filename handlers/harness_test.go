@@ -40,17 +40,31 @@ func with(base, more map[string]string) map[string]string {
 	return out
 }
 
-// fakeEngine is a handlers.Engine assembled from the parts a test sets. A
-// part left nil panics when a route uses it, which the router's Recoverer
-// answers with a 500: a test that drives a route it did not fake fails.
-// Auth defaults to keys{}.
+// fakeEngine is the engine's parts a test sets, as handlers.Options takes
+// them. A part left nil panics when a route uses it, which the router's
+// Recoverer answers with a 500: a test that drives a route it did not
+// fake fails. Auth defaults to keys{}, and SessionAuth to Auth when it
+// checks tokens too (as keys does).
 type fakeEngine struct {
-	handlers.Auth
-	handlers.Sessions
-	handlers.Tools
-	handlers.Delivery
-	handlers.Answers
-	handlers.Calls
+	Auth        handlers.Auth
+	SessionAuth handlers.SessionAuth
+	Sessions    handlers.Sessions
+	Tools       handlers.Tools
+	Delivery    handlers.Delivery
+	Answers     handlers.Answers
+	Calls       handlers.Calls
+}
+
+// options returns the Options of the router over eng's parts.
+func (eng fakeEngine) options() handlers.Options {
+	if eng.Auth == nil {
+		eng.Auth = keys{}
+	}
+	if sa, ok := eng.Auth.(handlers.SessionAuth); ok && eng.SessionAuth == nil {
+		eng.SessionAuth = sa
+	}
+	return handlers.Options{Auth: eng.Auth, SessionAuth: eng.SessionAuth, Sessions: eng.Sessions, Tools: eng.Tools,
+		Delivery: eng.Delivery, Answers: eng.Answers, Calls: eng.Calls}
 }
 
 // keys is the Auth of the tests: the agent key, the client key (the agent
@@ -105,10 +119,8 @@ type testServer struct {
 // when http2), with the options tune sets. It is closed when the test ends.
 func newTestServer(t *testing.T, eng fakeEngine, tune func(*handlers.Options), http2 bool) *testServer {
 	t.Helper()
-	if eng.Auth == nil {
-		eng.Auth = keys{}
-	}
-	opts := handlers.Options{Engine: eng, MaxBodyBytes: 1 << 20, PollWait: 0, MaxPollWait: time.Minute}
+	opts := eng.options()
+	opts.MaxBodyBytes, opts.PollWait, opts.MaxPollWait = 1<<20, 0, time.Minute
 	if tune != nil {
 		tune(&opts)
 	}

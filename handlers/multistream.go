@@ -31,7 +31,7 @@ const maxRefusals = 8
 // connection between them rather than one each (a browser opens at most 6
 // HTTP/1.1 connections to a host).
 type multiHandlers struct {
-	auth     Auth
+	tokens   SessionAuth
 	delivery Delivery
 	hub      *streamHub // serves the streams taken over from net/http
 	streams  *streamRegistry
@@ -227,7 +227,7 @@ func (h *multiHandlers) admit(ctx context.Context, e sessionEntry, via toolgate.
 	if e.SessionID == "" {
 		return nil, toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
 	}
-	if err := h.auth.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
+	if err := h.tokens.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
 		return nil, err
 	}
 	var cursor int64
@@ -285,7 +285,7 @@ func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) err
 	if e.SessionID == "" {
 		return toolgate.Errorf(toolgate.EBadRequest, "session_id is required")
 	}
-	if err := h.auth.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
+	if err := h.tokens.AuthorizeSession(ctx, e.SessionID, e.Token); err != nil {
 		return err
 	}
 	if stream.feed.holds(e.SessionID) {
@@ -320,7 +320,7 @@ func (h *multiHandlers) join(ctx context.Context, id string, e sessionEntry) err
 // the session.
 func (h *multiHandlers) handleLeave(w http.ResponseWriter, r *http.Request) {
 	id, sid := chi.URLParam(r, "stream_id"), chi.URLParam(r, "sid")
-	if err := h.auth.AuthorizeSession(r.Context(), sid, jsonhttp.Bearer(r, false)); err != nil {
+	if err := h.tokens.AuthorizeSession(r.Context(), sid, jsonhttp.Bearer(r, false)); err != nil {
 		jsonhttp.WriteError(w, r, err)
 		return
 	}

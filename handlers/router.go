@@ -22,6 +22,7 @@ type Router = chi.Router
 type API struct {
 	opts    Options
 	auth    Auth
+	tokens  SessionAuth
 	router  chi.Router
 	streams *streamHub // serves event streams taken over from net/http
 }
@@ -62,21 +63,21 @@ func New(opts Options) *API {
 	if opts.BodyReadTimeout <= 0 {
 		opts.BodyReadTimeout = defaultBodyReadTimeout
 	}
-	a := &API{opts: opts, auth: opts.Engine}
+	a := &API{opts: opts, auth: opts.Auth, tokens: opts.SessionAuth}
 	a.streams = newStreamHub(opts.StreamWriteTimeout)
 	heartbeats := newHeartbeatRange(opts.MinHeartbeat, opts.Heartbeat)
 	// Each resource holds only its part of the engine.
-	sessions := &sessionHandlers{sessions: opts.Engine}
-	tools := &toolHandlers{tools: opts.Engine, screen: outputsafety.New()}
-	stream := &streamHandler{delivery: opts.Engine, hub: a.streams, retry: opts.StreamRetry, heartbeat: heartbeats,
+	sessions := &sessionHandlers{sessions: opts.Sessions}
+	tools := &toolHandlers{tools: opts.Tools, screen: outputsafety.New()}
+	stream := &streamHandler{delivery: opts.Delivery, hub: a.streams, retry: opts.StreamRetry, heartbeat: heartbeats,
 		writeTimeout: opts.StreamWriteTimeout}
-	poll := &pollHandler{delivery: opts.Engine, wait: opts.PollWait, maxWait: opts.MaxPollWait}
-	multi := &multiHandlers{auth: opts.Engine, delivery: opts.Engine, hub: a.streams, streams: newStreamRegistry(),
+	poll := &pollHandler{delivery: opts.Delivery, wait: opts.PollWait, maxWait: opts.MaxPollWait}
+	multi := &multiHandlers{tokens: opts.SessionAuth, delivery: opts.Delivery, hub: a.streams, streams: newStreamRegistry(),
 		retry: opts.StreamRetry, heartbeat: heartbeats, writeTimeout: opts.StreamWriteTimeout, maxSessions: opts.MaxStreamSessions,
 		wait: opts.PollWait, maxWait: opts.MaxPollWait}
-	answers := &answerHandlers{answers: opts.Engine}
+	answers := &answerHandlers{answers: opts.Answers}
 	probe := newProbeHandler(opts.StreamWriteTimeout)
-	calls := &callHandlers{calls: opts.Engine, maxWait: opts.MaxCallWait}
+	calls := &callHandlers{calls: opts.Calls, maxWait: opts.MaxCallWait}
 	r := chi.NewRouter()
 	a.router = r
 	r.Use(middleware.Recoverer)
@@ -228,7 +229,7 @@ func (a *API) requireSessionQueryToken(next http.Handler) http.Handler {
 func (a *API) sessionAuth(next http.Handler, allowQuery bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := chi.URLParam(r, "sid")
-		if err := a.auth.AuthorizeSession(r.Context(), sid, jsonhttp.Bearer(r, allowQuery)); err != nil {
+		if err := a.tokens.AuthorizeSession(r.Context(), sid, jsonhttp.Bearer(r, allowQuery)); err != nil {
 			jsonhttp.WriteError(w, r, err)
 			return
 		}

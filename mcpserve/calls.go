@@ -64,12 +64,12 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 		defer waiting.leave()
 		// Stored whether or not the host is still there: a call stored
 		// after it left is cancelled right below.
-		created, err := e.engine.CreateCall(context.WithoutCancel(ctx), call, idempotencyKey)
+		created, err := e.dispatch.CreateCall(context.WithoutCancel(ctx), call, idempotencyKey)
 		if err != nil {
 			return refusal(err)
 		}
 		e.posts.streamingStarted(req.Extra)
-		ended, err := e.engine.WaitCallProgress(ctx, created.ID, e.guardedProgress(ctx, sid, tool, progressForwarder(ctx, req)))
+		ended, err := e.dispatch.WaitCallProgress(ctx, created.ID, e.guardedProgress(ctx, sid, tool, progressForwarder(ctx, req)))
 		if err != nil {
 			if ctx.Err() == nil {
 				return nil, err
@@ -78,7 +78,7 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 			// idempotency key) still waits on it, the call ends cancelled
 			// and its client is told (call_cancelled).
 			if waiting.leave() {
-				if _, cerr := e.engine.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
+				if _, cerr := e.dispatch.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
 					e.log.Warn("MCP: cancel the call of a request the host gave up on", "call", created.ID, "err", cerr)
 				}
 			}

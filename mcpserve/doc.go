@@ -19,15 +19,15 @@
 // Mcp-Session-Id, the GET stream, DELETE), which is how the SDK itself tells
 // the two apart (it serves the new revision only on stateless handlers).
 //
-// A tools/call becomes a toolgate call like any other (Engine.CreateCall,
-// then Engine.WaitCallProgress): the same validation, hooks, approval, rate
+// A tools/call becomes a toolgate call like any other (Calls.CreateCall,
+// then Calls.WaitCallProgress): the same validation, hooks, approval, rate
 // limits, durability and history. Its end passes the gateway's safety
-// step when the Engine offers one (OutputGuard, safety.go) and maps onto
-// MCP's result (calls.go); progress reports become notifications/progress when the host
-// sent a progress token; a host that gives up on the request cancels the
+// step when Options.Guard is set (OutputGuard, safety.go) and maps
+// onto MCP's result (calls.go); progress reports become
+// notifications/progress when the host sent a progress token; a host that gives up on the request cancels the
 // call (the client gets call_cancelled).
 //
-// The tool lists follow the engine (Engine.WatchTools): one goroutine of
+// The tool lists follow the engine (Tools.WatchTools): one goroutine of
 // the Endpoint (sync.go) brings each SDK server's list up to date, and the
 // SDK sends notifications/tools/list_changed to the hosts.
 //

@@ -57,13 +57,17 @@ func unavailable(w http.ResponseWriter, code, message string) {
 // adds its routes, Start starts the goroutine, Close stops it and ends the
 // MCP sessions.
 type Endpoint struct {
-	engine  Engine
-	log     *slog.Logger
-	sdkLog  *slog.Logger // the SDK's lines: its warnings and errors only
-	opts    Options
-	origins *originPolicy
-	posts   *postContexts
-	waiters *callWaiters
+	keys     Auth        // the agent key
+	views    Sessions    // the sessions, read
+	remote   Tools       // the tools, listed and watched
+	dispatch Calls       // the calls made
+	outputs  OutputGuard // nil: results pass as they are
+	log      *slog.Logger
+	sdkLog   *slog.Logger // the SDK's lines: its warnings and errors only
+	opts     Options
+	origins  *originPolicy
+	posts    *postContexts
+	waiters  *callWaiters
 	// screen finds text aimed at a model in what outsiders wrote of their
 	// tools (descriptions, schemas, client names) before hosts see it.
 	screen *outputsafety.Sanitizer
@@ -111,7 +115,11 @@ func New(opts Options) *Endpoint {
 	opts = opts.withDefaults()
 	life, end := context.WithCancel(context.Background())
 	e := &Endpoint{
-		engine:   opts.Engine,
+		keys:     opts.Auth,
+		views:    opts.Sessions,
+		remote:   opts.Tools,
+		dispatch: opts.Calls,
+		outputs:  opts.Guard,
 		log:      opts.Log,
 		sdkLog:   slog.New(atLeast{newUndeliveredLog(opts.Log.Handler(), undeliveredInterval, time.Now), slog.LevelWarn}),
 		opts:     opts,
@@ -187,9 +195,9 @@ func (e *Endpoint) Mount(r chi.Router) {
 // first listing is done wait for it. Starting twice does nothing.
 func (e *Endpoint) Start() {
 	e.startOnce.Do(func() {
-		e.stopWatch = e.engine.WatchTools(e.changes.add)
+		e.stopWatch = e.remote.WatchTools(e.changes.add)
 		e.changes.add("")
-		for _, sid := range e.engine.SessionIDs() {
+		for _, sid := range e.remote.SessionIDs() {
 			e.changes.add(sid)
 		}
 		go e.syncLoop()

@@ -10,21 +10,36 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// Engine is what the MCP endpoint needs of the gateway's core; the server
-// package's *Engine implements it.
-type Engine interface {
+// Auth is what the endpoint needs to let a host in: the agent key.
+// The engine implements it.
+type Auth interface {
 	// IsAgentKey reports whether secret is the agent (caller) key.
 	IsAgentKey(secret string) bool
+}
+
+// Sessions is what the endpoint reads of the sessions (the engine's
+// Sessions part implements it).
+type Sessions interface {
+	// SessionView returns a session with its tools (NOT_FOUND when
+	// unknown; a closed one has ClosedAt set and no tools).
+	SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error)
+}
+
+// Tools is what the endpoint lists and watches of the tools (the
+// engine's Tools part implements it).
+type Tools interface {
 	// GatewayTools lists the tools called without a session, by name.
 	GatewayTools() []toolgate.ToolInfo
 	// SessionIDs returns the ids of the open sessions.
 	SessionIDs() []string
-	// SessionView returns a session with its tools (NOT_FOUND when
-	// unknown; a closed one has ClosedAt set and no tools).
-	SessionView(ctx context.Context, sid string) (*toolgate.SessionView, error)
 	// WatchTools calls fn after a session's tools changed ("" for the
 	// tools called without a session); fn must not block.
 	WatchTools(fn func(sessionID string)) (stop func())
+}
+
+// Calls is how the endpoint makes its calls (the engine's Calls part
+// implements it).
+type Calls interface {
 	// CreateCall checks and stores a call, as POST /v1/calls does.
 	CreateCall(ctx context.Context, req toolgate.CallRequest, idempotencyKey string) (*toolgate.Call, error)
 	// WaitCallProgress returns the call once it has ended, passing on its
@@ -61,8 +76,15 @@ const (
 
 // Options configure an Endpoint.
 type Options struct {
-	Engine Engine
-	Log    *slog.Logger // nil discards
+	// The gateway's core, by part.
+	Auth     Auth
+	Sessions Sessions
+	Tools    Tools
+	Calls    Calls
+	// Guard, when set, is the safety step every call's result and
+	// progress pass before the host sees them.
+	Guard OutputGuard
+	Log   *slog.Logger // nil discards
 	// AllowedOrigins are the browser origins, besides the gateway's own,
 	// whose requests are served ("*" any, one "*" wildcard per entry as
 	// in "https://*.example.com"); a request with any other Origin gets

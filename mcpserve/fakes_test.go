@@ -19,7 +19,8 @@ import (
 
 const agentKey = "tga_unit"
 
-// fakeEngine is an mcpserve.Engine whose tools the test sets; calls end at
+// fakeEngine is the engine's parts as mcpserve uses them (Auth, Sessions,
+// Tools, Calls), whose tools the test sets; calls end at
 // once, completed with their arguments as output, unless the test sets
 // the func fields (before serving).
 type fakeEngine struct {
@@ -154,7 +155,7 @@ func serve(t *testing.T, f *fakeEngine, opts mcpserve.Options) (*mcpserve.Endpoi
 // as it is).
 func serveOn(t *testing.T, f *fakeEngine, opts mcpserve.Options, wrap func(net.Listener) net.Listener) (*mcpserve.Endpoint, string) {
 	t.Helper()
-	opts.Engine = f
+	opts.Auth, opts.Sessions, opts.Tools, opts.Calls = f, f, f, f
 	ep := mcpserve.New(opts)
 	r := chi.NewRouter()
 	ep.Mount(r)

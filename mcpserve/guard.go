@@ -71,7 +71,7 @@ func (e *Endpoint) guard(next http.Handler) http.Handler {
 			return
 		}
 		secret := jsonhttp.Bearer(r, false)
-		if secret == "" || !e.engine.IsAgentKey(secret) {
+		if secret == "" || !e.keys.IsAgentKey(secret) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 			msg := "invalid agent key"
 			if secret == "" {

@@ -15,8 +15,8 @@ import (
 const MetaFindings = metaKey + "findings"
 
 // OutputGuard is the safety step a call's end passes before the host
-// hands it to its model: an Engine that implements it (the server's does)
-// has every tools/call result pass it. The call record keeps the raw
+// hands it to its model: when Options.Guard is set (the server sets it),
+// every tools/call result passes it. The call record keeps the raw
 // output; only the result sent to the host is changed.
 type OutputGuard interface {
 	// GuardCallResult returns the ended call as the host may see it: its
@@ -42,8 +42,8 @@ type GuardedCall struct {
 // guardedResultOf maps an ended call through the engine's OutputGuard,
 // when it has one.
 func (e *Endpoint) guardedResultOf(ctx context.Context, c *toolgate.Call) *mcp.CallToolResult {
-	g, ok := e.engine.(OutputGuard)
-	if !ok {
+	g := e.outputs
+	if g == nil {
 		return resultOf(c)
 	}
 	gc := g.GuardCallResult(context.WithoutCancel(ctx), c)
@@ -62,8 +62,8 @@ func (e *Endpoint) guardedResultOf(ctx context.Context, c *toolgate.Call) *mcp.C
 // OutputGuard, when it has one, before the host sees it. The guard is
 // made at the first report: most calls report none.
 func (e *Endpoint) guardedProgress(ctx context.Context, sid, tool string, forward func(json.RawMessage)) func(json.RawMessage) {
-	g, ok := e.engine.(OutputGuard)
-	if !ok || forward == nil {
+	g := e.outputs
+	if g == nil || forward == nil {
 		return forward
 	}
 	guard := sync.OnceValue(func() func(json.RawMessage) json.RawMessage {

@@ -18,7 +18,7 @@ func (e *Endpoint) sessionRoute(ctx context.Context, sid string) *route {
 	if rt != nil || closed {
 		return rt
 	}
-	if view, err := e.engine.SessionView(ctx, sid); err != nil || view.ClosedAt != nil {
+	if view, err := e.views.SessionView(ctx, sid); err != nil || view.ClosedAt != nil {
 		return nil
 	}
 	e.mu.Lock()
@@ -45,7 +45,7 @@ func (e *Endpoint) sessionRoute(ctx context.Context, sid string) *route {
 func (e *Endpoint) syncSessionRoute(rt *route, sid string) bool {
 	rt.syncMu.Lock()
 	defer rt.syncMu.Unlock()
-	view, err := e.engine.SessionView(e.life, sid)
+	view, err := e.views.SessionView(e.life, sid)
 	if err != nil || view.ClosedAt != nil {
 		return false
 	}

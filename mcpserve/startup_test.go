@@ -22,7 +22,7 @@ func TestRequestsWaitForTheFirstListing(t *testing.T) {
 	f.setGateway(tool("echo"))
 	f.setSession(sessionA, tool("look"))
 	f.viewHeld = make(chan struct{}) // the first listing cannot read sessionA yet
-	ep := mcpserve.New(mcpserve.Options{Engine: f})
+	ep := mcpserve.New(mcpserve.Options{Auth: f, Sessions: f, Tools: f, Calls: f})
 	arrived := make(chan struct{}, 16)
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {

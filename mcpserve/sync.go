@@ -93,7 +93,7 @@ func (e *Endpoint) refresh(source string) {
 // that can be called now, under their own names.
 func (e *Endpoint) refreshGatewayTools() {
 	var offers []offer
-	for _, t := range e.engine.GatewayTools() {
+	for _, t := range e.remote.GatewayTools() {
 		if !t.Online {
 			continue
 		}
@@ -112,7 +112,7 @@ func (e *Endpoint) refreshGatewayTools() {
 // reachable, named <tool>__<h> (sessionToolNames).
 func (e *Endpoint) refreshSessionTools(sid string) {
 	var offers []offer
-	view, err := e.engine.SessionView(e.life, sid)
+	view, err := e.views.SessionView(e.life, sid)
 	if err == nil && view.ClosedAt == nil {
 		note := e.ownerNote(view)
 		for _, t := range view.Tools {

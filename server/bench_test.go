@@ -98,11 +98,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 			for b.Loop() {
 				var status toolgate.CallStatus
 				if via == "engine" {
-					call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: s.ID, Tool: "echo", Args: args}, "")
+					call, err := eng.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: s.ID, Tool: "echo", Args: args}, "")
 					if err != nil {
 						b.Fatal(err)
 					}
-					final, err := eng.WaitCall(ctx, call.ID, -1)
+					final, err := eng.Calls.WaitCall(ctx, call.ID, -1)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -219,12 +219,12 @@ func callConcurrently(b *testing.B, eng *server.Engine, sessionIDs []string) tim
 		wg.Go(func() {
 			ctx := context.Background()
 			for range next {
-				call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: args}, "")
+				call, err := eng.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sid, Tool: "echo", Args: args}, "")
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				if final, err := eng.WaitCall(ctx, call.ID, -1); err != nil || final.Status != toolgate.StatusCompleted {
+				if final, err := eng.Calls.WaitCall(ctx, call.ID, -1); err != nil || final.Status != toolgate.StatusCompleted {
 					b.Errorf("call: %v %v", final, err)
 					return
 				}

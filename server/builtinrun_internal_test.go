@@ -102,11 +102,11 @@ func startWithToolSet(t *testing.T) (*Server, *testToolSet) {
 func TestOfflineToolSetCallFailsFastAndIsNotStored(t *testing.T) {
 	srv, _ := startWithToolSet(t)
 	ctx := context.Background()
-	_, err := srv.Engine.CreateCall(ctx, toolgate.CallRequest{Tool: "demo__wait", Args: json.RawMessage(`{}`)}, "")
+	_, err := srv.Engine.Calls.CreateCall(ctx, toolgate.CallRequest{Tool: "demo__wait", Args: json.RawMessage(`{}`)}, "")
 	if toolgate.ErrorCode(err) != toolgate.EToolOffline {
 		t.Fatalf("call of an offline tool: %v; want TOOL_OFFLINE", err)
 	}
-	list, err := srv.Engine.ListCalls(ctx, toolgate.CallQuery{})
+	list, err := srv.Engine.Calls.ListCalls(ctx, toolgate.CallQuery{})
 	if err != nil || len(list.Calls) != 0 {
 		t.Fatalf("a refused call was stored: %+v %v", list, err)
 	}
@@ -125,7 +125,7 @@ func TestToolSetCallIsStoredReportsProgressAndCompletes(t *testing.T) {
 		seen = c.Source
 		return nil
 	})
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{Tool: "demo__wait", Args: json.RawMessage(`{"n":1}`)}, "")
+	call, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{Tool: "demo__wait", Args: json.RawMessage(`{"n":1}`)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +136,13 @@ func TestToolSetCallIsStoredReportsProgressAndCompletes(t *testing.T) {
 	progress := make(chan json.RawMessage, 4)
 	waited := make(chan *toolgate.Call, 1)
 	go func() {
-		c, _ := e.WaitCallProgress(ctx, call.ID, func(p json.RawMessage) { progress <- p })
+		c, _ := e.Calls.WaitCallProgress(ctx, call.ID, func(p json.RawMessage) { progress <- p })
 		waited <- c
 	}()
 	// The report may have been stored before the wait began: it is on the
 	// record either way.
 	testwait.Until(t, 5*time.Second, "the progress is on the call record", func() bool {
-		c, err := e.GetCall(ctx, call.ID)
+		c, err := e.Calls.GetCall(ctx, call.ID)
 		return err == nil && string(c.Progress) == `{"step":1,"of":2}`
 	})
 	close(set.release)
@@ -163,12 +163,12 @@ func TestCancellingAToolSetCallStopsItsExecution(t *testing.T) {
 	set.setOnline(true)
 	e := srv.Engine
 	ctx := context.Background()
-	call, err := e.CreateCall(ctx, toolgate.CallRequest{Tool: "demo__wait", TimeoutMS: 60_000}, "")
+	call, err := e.Calls.CreateCall(ctx, toolgate.CallRequest{Tool: "demo__wait", TimeoutMS: 60_000}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-set.started
-	ended, err := e.CancelCall(ctx, call.ID)
+	ended, err := e.Calls.CancelCall(ctx, call.ID)
 	if err != nil || ended.Status != toolgate.StatusCancelled {
 		t.Fatalf("cancel: %+v %v", ended, err)
 	}

@@ -35,12 +35,12 @@ func TestManyClientsManyCallers(t *testing.T) {
 				text := fmt.Sprintf("%d/%d", i, j)
 				args, _ := json.Marshal(map[string]string{"text": text})
 				ctx := context.Background()
-				call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: s.ID, Tool: "echo", Args: args}, "")
+				call, err := eng.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: s.ID, Tool: "echo", Args: args}, "")
 				if err != nil {
 					errs <- err
 					return
 				}
-				final, err := eng.WaitCall(ctx, call.ID, -1)
+				final, err := eng.Calls.WaitCall(ctx, call.ID, -1)
 				if err != nil {
 					errs <- err
 					return

@@ -28,7 +28,7 @@ func TestConnectionLimitQueuesTheNinth(t *testing.T) {
 	cfg.MaxConnectionsPerAddress = -1 // every connection comes from 127.0.0.1: this is about the whole limit
 	logs := &lockedBuffer{}
 	srv, _ := startServerLogging(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	sess, err := srv.Engine.CreateSession(context.Background(), toolgate.CreateSessionRequest{})
+	sess, err := srv.Engine.Sessions.CreateSession(context.Background(), toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

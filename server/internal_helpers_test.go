@@ -80,11 +80,11 @@ func startServerLogging(t testing.TB, cfg Config, log *slog.Logger) (srv *Server
 func newSessionWithTool(t *testing.T, e *Engine, spec toolgate.ToolSpec) string {
 	t.Helper()
 	ctx := context.Background()
-	s, err := e.CreateSession(ctx, toolgate.CreateSessionRequest{})
+	s, err := e.Sessions.CreateSession(ctx, toolgate.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{spec}})
+	res, err := e.Tools.RegisterTools(ctx, s.SessionID, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{spec}})
 	if err != nil || res.Registered != 1 {
 		t.Fatalf("register %s: %+v %v", spec.Name, res, err)
 	}

@@ -101,7 +101,7 @@ func TestCallRacingSessionClose(t *testing.T) {
 	eng.Hooks().OnBeforeCall(func(ctx context.Context, c toolgate.CallCheck) error {
 		once.Do(func() {
 			// Runs after the session check and before the call is stored.
-			if err := eng.CloseSession(ctx, s.ID); err != nil {
+			if err := eng.Sessions.CloseSession(ctx, s.ID); err != nil {
 				t.Error(err)
 			}
 		})
@@ -173,7 +173,7 @@ func TestOfflineGraceAndExpiry(t *testing.T) {
 	g.call("POST", "/v1/calls", testAgentKey, map[string]any{"session_id": s.ID, "tool": "echo", "args": map[string]any{"text": "x"}, "wait": false}, 202, nil)
 
 	clock.Advance(2 * time.Hour) // unseen past its time-to-live
-	g.Server.Engine.Sweep(context.Background())
+	g.Server.Engine.Sessions.Sweep(context.Background())
 	status, body = g.do("GET", "/v1/sessions/"+s.ID+"/poll?wait_ms=0", s.Token, nil)
 	if status != 401 || !strings.Contains(string(body), "expired") {
 		t.Fatalf("token after expiry: %d %s", status, body)

@@ -76,7 +76,7 @@ func TestMCPImportThroughGateway(t *testing.T) {
 	}
 
 	watched := make(chan string, 16)
-	stopWatch := g.Server.Engine.WatchTools(func(sid string) {
+	stopWatch := g.Server.Engine.Tools.WatchTools(func(sid string) {
 		select {
 		case watched <- sid:
 		default:

@@ -88,7 +88,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	s.tools, s.Engine, s.Agent = p.tools, p.engine, p.agent
 	eng, agent := p.engine, p.agent
 	s.mcp = mcpserve.New(mcpserve.Options{
-		Engine:         agenthost.MCPGuard{Engine: eng, Tools: p.tools, ClientKey: cfg.ClientKey},
+		Auth:           eng,
+		Sessions:       eng.Sessions,
+		Tools:          eng.Tools,
+		Calls:          eng.Calls,
+		Guard:          agenthost.MCPGuard{Remote: eng.Tools, Tools: p.tools, ClientKey: cfg.ClientKey},
 		Log:            log,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -96,7 +100,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	})
 	mountAgent := handlers.MountAgent(agent, cfg.runStartLimit())
 	s.api = handlers.New(handlers.Options{
-		Engine: eng,
+		Auth:        eng,
+		SessionAuth: eng.Sessions,
+		Sessions:    eng.Sessions,
+		Tools:       eng.Tools,
+		Delivery:    eng.Delivery,
+		Answers:     eng.Delivery,
+		Calls:       eng.Calls,
 		Mount: func(r handlers.Router, api *handlers.API) {
 			mountAgent(r, api)
 			s.mcp.Mount(r)

@@ -25,7 +25,7 @@ func TestOpenBindsNothingAndCloseReleases(t *testing.T) {
 	if url := srv.URL(); url != "" {
 		t.Errorf("URL() = %q before Listen, want empty", url)
 	}
-	if _, err := srv.Engine.CreateSession(context.Background(), toolgate.CreateSessionRequest{}); err != nil {
+	if _, err := srv.Engine.Sessions.CreateSession(context.Background(), toolgate.CreateSessionRequest{}); err != nil {
 		t.Errorf("create a session on an opened, unbound server: %v", err)
 	}
 	if err := srv.Close(); err != nil {

@@ -6,7 +6,7 @@ package server
 // disagree with its set of listeners. For the external tests of the cap
 // (streamcap_test.go).
 func OpenListenersForTest(t interface{ Fatalf(string, ...any) }, srv *Server, sid string) int {
-	n, err := srv.Engine.Listeners(sid)
+	n, err := srv.Engine.Delivery.Listeners(sid)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

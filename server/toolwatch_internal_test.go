@@ -49,13 +49,13 @@ func TestWatchToolsTellsEveryChangeOfASessionsTools(t *testing.T) {
 	ctx := context.Background()
 
 	changes := &toolChanges{}
-	stop := e.WatchTools(changes.add)
+	stop := e.Tools.WatchTools(changes.add)
 	sid := newSessionWithTool(t, e, toolgate.ToolSpec{Name: "lamp", Description: "a lamp"})
 	if got := changes.take(); len(got) != 1 || got[0] != sid {
 		t.Fatalf("after a registration, watchers were told %v; want [%s]", got, sid)
 	}
 	// A registration that registers nothing changes nothing.
-	if _, err := e.RegisterTools(ctx, sid, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{{Name: "bad name"}}}); err != nil {
+	if _, err := e.Tools.RegisterTools(ctx, sid, toolgate.RegisterToolsRequest{Tools: []toolgate.ToolSpec{{Name: "bad name"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := changes.take(); len(got) != 0 {
@@ -64,24 +64,24 @@ func TestWatchToolsTellsEveryChangeOfASessionsTools(t *testing.T) {
 
 	// Reachability is looked at by the sweep: within grace nothing flips;
 	// past it the session's tools go offline; a stream brings them back.
-	e.Sweep(ctx)
+	e.Sessions.Sweep(ctx)
 	if got := changes.take(); len(got) != 0 {
 		t.Fatalf("a sweep within grace told %v", got)
 	}
 	now.Add((2 * time.Minute).Milliseconds())
-	e.Sweep(ctx)
+	e.Sessions.Sweep(ctx)
 	if got := changes.take(); len(got) != 1 || got[0] != sid {
 		t.Fatalf("a sweep past grace told %v; want [%s]", got, sid)
 	}
-	tools, _ := e.ListTools(ctx, sid)
+	tools, _ := e.Tools.ListTools(ctx, sid)
 	if len(tools) != 1 || tools[0].Online {
 		t.Fatalf("past grace the tool should be listed offline: %+v", tools)
 	}
-	e.Sweep(ctx)
+	e.Sessions.Sweep(ctx)
 	if got := changes.take(); len(got) != 0 {
 		t.Fatalf("a second sweep past grace told %v again", got)
 	}
-	l, err := e.Listen(sid, toolgate.Via{Transport: toolgate.TransportStream, Heartbeat: time.Second})
+	l, err := e.Delivery.Listen(sid, toolgate.Via{Transport: toolgate.TransportStream, Heartbeat: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +90,13 @@ func TestWatchToolsTellsEveryChangeOfASessionsTools(t *testing.T) {
 	}
 	l.Close()
 
-	if err := e.RemoveTool(ctx, sid, "lamp"); err != nil {
+	if err := e.Tools.RemoveTool(ctx, sid, "lamp"); err != nil {
 		t.Fatal(err)
 	}
 	if got := changes.take(); len(got) != 1 || got[0] != sid {
 		t.Fatalf("after a removal, watchers were told %v", got)
 	}
-	if err := e.CloseSession(ctx, sid); err != nil {
+	if err := e.Sessions.CloseSession(ctx, sid); err != nil {
 		t.Fatal(err)
 	}
 	if got := changes.take(); len(got) != 1 || got[0] != sid {
@@ -119,13 +119,13 @@ func TestWatchToolsTellsAToolSetsChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes := &toolChanges{}
-	srv.Engine.WatchTools(changes.add)
+	srv.Engine.Tools.WatchTools(changes.add)
 	set.setOnline(true)
 	if got := changes.take(); len(got) != 1 || got[0] != "" {
 		t.Fatalf("a tool set going online told %v; want [\"\"]", got)
 	}
 	var names []string
-	for _, info := range srv.Engine.GatewayTools() {
+	for _, info := range srv.Engine.Tools.GatewayTools() {
 		names = append(names, info.Name+"/"+info.Source.Kind+"/"+info.Source.Server)
 	}
 	want := []string{"call_history/builtin/", "current_time/builtin/", "demo__wait/mcp/demo", "http_request/builtin/", "memory_read/builtin/", "memory_search/builtin/", "memory_write/builtin/"}
@@ -152,8 +152,8 @@ func TestToolsLeaveWhenGraceRunsOutNotAtTheNextSweep(t *testing.T) {
 	e := srv.Engine
 	sid := newSessionWithTool(t, e, toolgate.ToolSpec{Name: "lamp", Description: "a lamp"})
 	changes := &toolChanges{}
-	e.WatchTools(changes.add)
-	l, err := e.Listen(sid, toolgate.Via{Transport: toolgate.TransportStream, Heartbeat: time.Second})
+	e.Tools.WatchTools(changes.add)
+	l, err := e.Delivery.Listen(sid, toolgate.Via{Transport: toolgate.TransportStream, Heartbeat: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestToolsLeaveWhenGraceRunsOutNotAtTheNextSweep(t *testing.T) {
 		got := changes.take()
 		return len(got) == 1 && got[0] == sid
 	})
-	tools, _ := e.ListTools(context.Background(), sid)
+	tools, _ := e.Tools.ListTools(context.Background(), sid)
 	if len(tools) != 1 || tools[0].Online {
 		t.Fatalf("past grace the tool should be listed offline: %+v", tools)
 	}

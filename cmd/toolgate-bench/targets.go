@@ -154,11 +154,11 @@ func inProcessToolgate(ctx context.Context, sys, db, agentKey string, n int) (*t
 	return &target{
 		system: sys, sessions: sess,
 		call: func(ctx context.Context, i int) error {
-			call, err := eng.CreateCall(ctx, toolgate.CallRequest{SessionID: sess[i], Tool: echoTool, Args: benchArgs}, "")
+			call, err := eng.Calls.CreateCall(ctx, toolgate.CallRequest{SessionID: sess[i], Tool: echoTool, Args: benchArgs}, "")
 			if err != nil {
 				return err
 			}
-			final, err := eng.WaitCall(ctx, call.ID, -1)
+			final, err := eng.Calls.WaitCall(ctx, call.ID, -1)
 			if err != nil {
 				return err
 			}
