@@ -130,6 +130,12 @@ type ToolSet struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 
+	// calls counts the calls that acquired a module and have not ended:
+	// Close frees the runtime only after they end (a call's module
+	// memory is freed with the runtime, so a call still growing it would
+	// race the free). Added to under mu, and never once closed is set.
+	calls sync.WaitGroup
+
 	mu       sync.Mutex
 	modules  map[string]*module // listed, by name
 	tools    []toolgate.Tool    // the listed ones' tools, sorted by name
@@ -258,10 +264,11 @@ func (s *ToolSet) Watch(fn func()) {
 }
 
 // Close stops watching the directory and frees every module and the
-// runtime, interrupting a call still running (the engine, closed first,
-// has cancelled them all). A module being compiled is cancelled; Close
-// waits for it at most Options.CloseWait, after which the runtime is
-// freed when the compile ends.
+// runtime once the calls still running have ended (the engine, closed
+// first, has cancelled them all, and a cancelled call is interrupted).
+// A module being compiled is cancelled. Close waits for the calls and the
+// compile at most Options.CloseWait, after which the runtime is freed
+// when they end.
 func (s *ToolSet) Close() error {
 	s.stop()
 	s.mu.Lock()
@@ -281,6 +288,7 @@ func (s *ToolSet) Close() error {
 		<-s.done
 		s.scanMu.Lock() // a scan in flight ends first: it compiles in the runtime
 		defer s.scanMu.Unlock()
+		s.calls.Wait() // no call starts now (closed); those running end first
 		freed <- errors.Join(s.runtime.Close(context.Background()), s.cache.Close(context.Background()))
 	}()
 	var err error
@@ -306,11 +314,13 @@ func (s *ToolSet) changed() {
 }
 
 // acquire returns the module a call of the tool runs on, counted as
-// running, or nil when the tool is not listed.
+// running (on the module, and in calls until the call calls done), or
+// nil when the tool is not listed or the set is closed.
 func (s *ToolSet) acquire(name string) *module {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.modules[name]; m != nil && m.acquire() {
+	if m := s.modules[name]; m != nil && !s.closed && m.acquire() {
+		s.calls.Add(1)
 		return m
 	}
 	return nil

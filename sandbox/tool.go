@@ -79,6 +79,7 @@ func (t *Tool) Execute(ctx context.Context, args json.RawMessage) (toolgate.Resu
 	if m == nil {
 		return toolgate.Result{}, errRemoved(t.name)
 	}
+	defer t.set.calls.Done()
 	defer m.release()
 	release, err := t.set.room.wait(ctx, weightMB(int64(m.config.memoryBytes>>20)))
 	if err != nil {
