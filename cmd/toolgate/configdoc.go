@@ -34,7 +34,11 @@ never merged: one ` + "`--mcp-server`" + ` flag replaces the variable's and the 
 
 One YAML mapping of the keys in the tables to their values. A key that is no setting's is an
 error naming the key and its line, and so is a key given twice. Lists are YAML sequences (or a
-comma-separated string, as on the command line).
+comma-separated string, as on the command line). The file is a regular file of at most 1 MiB
+holding one YAML document.
+
+A setting given under both its name and its old name (an old flag beside the new one, or both
+variables set) is an error naming both: neither wins silently.
 
 ` + "```yaml" + `
 # toolgate.yaml: toolgate serve --config toolgate.yaml

@@ -17,7 +17,7 @@ import (
 // option's is an error naming the key and its line, and every value
 // carries its line into the errors it causes.
 func (t Table[C]) readFile(path string) (vals []given, warnings []string, errs []error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigBytes(path)
 	if err != nil {
 		return nil, nil, []error{fmt.Errorf("--config: %w", err)}
 	}
@@ -26,11 +26,20 @@ func (t Table[C]) readFile(path string) (vals []given, warnings []string, errs [
 	// catch unknown keys) because the table is the schema: the walk
 	// below names each unknown key with its line, and each value's line
 	// goes into the errors it causes.
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, nil // an empty file sets nothing
 		}
 		return nil, nil, []error{fmt.Errorf("%s: %v", path, err)}
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		line := more.Line
+		if err != nil {
+			return nil, nil, []error{fmt.Errorf("%s: %v", path, err)}
+		}
+		return nil, nil, []error{fmt.Errorf("%s:%d: a second YAML document (after ---); the file must hold one mapping of keys to values", path, line)}
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil, nil
@@ -107,4 +116,44 @@ func (t Table[C]) byKey(key string) (opt int, alias bool) {
 		}
 	}
 	return -1, false
+}
+
+// MaxFileBytes is the largest config file read: far above any real
+// configuration, it keeps a wrong path (a device, a log) from being read
+// into memory whole.
+const MaxFileBytes = 1 << 20
+
+// readConfigBytes reads the config file, which must be a regular file
+// (not a directory, a device or a FIFO, which could block or never end)
+// of at most MaxFileBytes.
+func readConfigBytes(path string) ([]byte, error) {
+	// Stat before opening: opening a FIFO blocks until a writer comes.
+	if info, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, info.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, info.Mode().Type())
+	}
+	if info.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s is %d bytes, above the %d a config file may hold", path, info.Size(), MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s grew above the %d bytes a config file may hold", path, MaxFileBytes)
+	}
+	return data, nil
 }

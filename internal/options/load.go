@@ -93,8 +93,8 @@ func (t Table[C]) Load(c *C, src Sources) (Loaded, error) {
 		vals, w, fileErrs := t.readFile(configPath)
 		all, warnings, errs = append(all, vals...), append(warnings, w...), append(errs, fileErrs...)
 	}
-	vals, w := t.fromEnv(src.LookupEnv)
-	all, warnings = append(all, vals...), append(warnings, w...)
+	vals, w, envErrs := t.fromEnv(src.LookupEnv)
+	all, warnings, errs = append(all, vals...), append(warnings, w...), append(errs, envErrs...)
 	for _, g := range fromFlags {
 		if g.where != "--"+t[g.opt].Name {
 			warnings = append(warnings, fmt.Sprintf("%s is an old name kept for one more release: say --%s", g.where, t[g.opt].Name))
@@ -133,6 +133,9 @@ func (f *flagValue) Set(raw string) error {
 	where := "--" + f.name
 	for i, g := range *f.out {
 		if g.opt == f.opt {
+			if g.where != where {
+				return fmt.Errorf("%s and %s name the same setting (one is its old name): give one", g.where, where)
+			}
 			if f.lines {
 				(*f.out)[i].raw += "\n" + raw
 			} else {
@@ -180,24 +183,33 @@ func (t Table[C]) parseFlags(src Sources) ([]given, string, error) {
 }
 
 // fromEnv reads the options' variables, and their old names' with a
-// warning (the new name wins when both are set).
-func (t Table[C]) fromEnv(lookup func(string) (string, bool)) ([]given, []string) {
+// warning; a variable and its old name both set is an error.
+func (t Table[C]) fromEnv(lookup func(string) (string, bool)) ([]given, []string, []error) {
 	var vals []given
 	var warnings []string
+	var errs []error
 	for i := range t {
+		var found *given
 		if v, ok := lookup(t[i].Env); ok && t[i].Env != "" {
-			vals = append(vals, given{opt: i, raw: v, where: t[i].Env})
-			continue
+			found = &given{opt: i, raw: v, where: t[i].Env}
 		}
 		for _, a := range t[i].Aliases {
-			if v, ok := lookup(a.Env); ok && a.Env != "" {
-				vals = append(vals, given{opt: i, raw: v, where: a.Env})
-				warnings = append(warnings, fmt.Sprintf("%s is an old name kept for one more release: say %s", a.Env, t[i].Env))
+			v, ok := lookup(a.Env)
+			if !ok || a.Env == "" {
+				continue
+			}
+			if found != nil {
+				errs = append(errs, fmt.Errorf("%s and %s name the same setting (one is its old name): set one", found.where, a.Env))
 				break
 			}
+			found = &given{opt: i, raw: v, where: a.Env}
+			warnings = append(warnings, fmt.Sprintf("%s is an old name kept for one more release: say %s", a.Env, t[i].Env))
+		}
+		if found != nil {
+			vals = append(vals, *found)
 		}
 	}
-	return vals, warnings
+	return vals, warnings, errs
 }
 
 // WriteUsage writes the help of the options, grouped, each with the
