@@ -42,6 +42,9 @@ const (
 	// process (or node) stopped, and that is not run again on its own
 	// because it may have had its effect already (http_request's POST).
 	EInterrupted = "INTERRUPTED"
+	// A call whose tool declares an output_schema (an imported MCP tool's
+	// outputSchema) and whose output does not match it.
+	EOutputInvalid = "OUTPUT_INVALID"
 
 	// The runs API's answer on a gateway started without a model (503),
 	// with a message that says what to set.

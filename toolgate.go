@@ -61,6 +61,33 @@ type ToolSpec struct {
 	// safety step before a model sees it; unset takes the default of
 	// NeedsSanitization.
 	RequiresSanitization *bool `json:"requires_sanitization,omitempty"`
+	// Presentation is what MCP hosts see of a tool besides its name and
+	// description.
+	Presentation
+}
+
+// Presentation is what a tool shows besides its description: Title is a
+// name for people to read (a host's UI shows it); Annotations are hints
+// about the tool's behaviour; OutputSchema is the JSON Schema (type
+// "object") of what a completed call outputs, which every output is
+// checked against; Icons is the MCP list of icons ({src, mimeType, sizes,
+// theme}). MCP hosts see them as the tool's title, annotations,
+// outputSchema and icons; CheckToolPresentation bounds them.
+type Presentation struct {
+	Title        string           `json:"title,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage  `json:"output_schema,omitempty"`
+	Icons        json.RawMessage  `json:"icons,omitempty"`
+}
+
+// ToolAnnotations are the hints MCP gives a tool besides read-only (which
+// ToolSpec.ReadOnly is): unset is MCP's default (destructive, not
+// idempotent, open world).
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	DestructiveHint *bool  `json:"destructive_hint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotent_hint,omitempty"`
+	OpenWorldHint   *bool  `json:"open_world_hint,omitempty"`
 }
 
 // NeedsSanitization reports whether the output of a tool with this spec,

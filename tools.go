@@ -61,6 +61,9 @@ type (
 	Rerunnable interface {
 		SafeToRerun(args json.RawMessage) bool
 	}
+	// Presenter gives what the tool shows besides its description (its
+	// title, annotations, output schema and icons).
+	Presenter interface{ Presentation() Presentation }
 	// CostEstimator estimates what a call with these arguments costs, in the
 	// embedder's unit (for budgets).
 	CostEstimator interface {
@@ -87,6 +90,9 @@ func SpecOf(t Tool) ToolSpec {
 	}
 	if x, ok := t.(ReadOnlyer); ok {
 		spec.ReadOnly = x.ReadOnly()
+	}
+	if x, ok := t.(Presenter); ok {
+		spec.Presentation = x.Presentation()
 	}
 	if x, ok := t.(SanitizationRequirer); ok {
 		v := x.RequiresSanitization()

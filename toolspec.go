@@ -72,6 +72,9 @@ func CheckToolSpec(spec ToolSpec, checks ToolSpecChecks) error {
 	if spec.EstimatedDurationMS < 0 || spec.EstimatedDurationMS > MaxEstimatedDurationMS {
 		return Errorf(EBadRequest, "estimated_duration_ms must be between 0 and %d", int64(MaxEstimatedDurationMS))
 	}
+	if err := CheckToolPresentation(spec.Presentation); err != nil {
+		return err
+	}
 	if len(spec.Parameters) == 0 || string(spec.Parameters) == "null" {
 		return nil // the default, {"type": "object"}
 	}
@@ -127,22 +130,28 @@ const (
 // programs fit the gateway's bounds, is for the gateway's schema compiler
 // to tell.
 func CheckToolParameters(raw json.RawMessage) error {
+	return checkObjectSchema("parameters", raw)
+}
+
+// checkObjectSchema is CheckToolParameters of a schema named field in its
+// errors.
+func checkObjectSchema(field string, raw json.RawMessage) error {
 	if len(raw) > MaxParametersBytes {
-		return Errorf(EBadRequest, "parameters is %d bytes; the limit is %d", len(raw), MaxParametersBytes)
+		return Errorf(EBadRequest, "%s is %d bytes; the limit is %d", field, len(raw), MaxParametersBytes)
 	}
 	if err := checkJSONText(raw, MaxParametersDepth, MaxParametersNodes); err != nil {
-		return Errorf(EBadRequest, "parameters %s", err)
+		return Errorf(EBadRequest, "%s %s", field, err)
 	}
 	var top map[string]json.RawMessage
 	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(raw, &top) != nil {
-		return Errorf(EBadRequest, "parameters must be a JSON Schema object")
+		return Errorf(EBadRequest, "%s must be a JSON Schema object", field)
 	}
 	var typ string
 	if json.Unmarshal(top["type"], &typ) != nil || typ != "object" {
-		return Errorf(EBadRequest, `parameters must have the top-level "type": "object"`)
+		return Errorf(EBadRequest, `%s must have the top-level "type": "object"`, field)
 	}
 	if err := checkSchemaCost(raw); err != nil {
-		return Errorf(EBadRequest, "parameters %s", err)
+		return Errorf(EBadRequest, "%s %s", field, err)
 	}
 	return nil
 }

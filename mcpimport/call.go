@@ -86,6 +86,15 @@ func (t *tool) execute(ctx context.Context, args json.RawMessage) (toolgate.Resu
 			WithDetails(map[string]any{"server": t.srv.cfg.Name})
 	}
 	out, err := resultOutput(res, t.srv.opts.MaxResultBytes)
+	if err == nil && !res.IsError {
+		var structured json.RawMessage
+		if res.StructuredContent != nil {
+			structured = out // resultOutput's output is the structuredContent
+		}
+		if err = t.checkStructured(structured); err != nil {
+			out = nil
+		}
+	}
 	return toolgate.Result{Output: out, Duration: time.Since(started)}, err
 }
 

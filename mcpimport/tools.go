@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolgate/toolgate"
 )
@@ -24,12 +25,18 @@ type tool struct {
 	description string
 	parameters  json.RawMessage
 	readOnly    bool
+	// presentation is the tool's title, annotations, output schema and
+	// icons as the server lists them (each left out when the gateway
+	// refuses it); output is its output schema compiled, nil without one.
+	presentation toolgate.Presentation
+	output       *jsonschema.Schema
 }
 
 var (
 	_ toolgate.Tool         = (*tool)(nil)
 	_ toolgate.Availability = (*tool)(nil)
 	_ toolgate.ReadOnlyer   = (*tool)(nil)
+	_ toolgate.Presenter    = (*tool)(nil)
 )
 
 // Name implements toolgate.Tool.
@@ -44,6 +51,10 @@ func (t *tool) Parameters() json.RawMessage { return t.parameters }
 // ReadOnly implements toolgate.ReadOnlyer: the server's readOnlyHint.
 func (t *tool) ReadOnly() bool { return t.readOnly }
 
+// Presentation implements toolgate.Presenter: the server's title,
+// annotations, outputSchema and icons.
+func (t *tool) Presentation() toolgate.Presentation { return t.presentation }
+
 // Unavailable implements toolgate.Availability: TOOL_OFFLINE while the
 // server is down.
 func (t *tool) Unavailable() error { return t.srv.offlineError(t.name) }
@@ -57,7 +68,7 @@ func (s *Server) convertTools(listed []*mcp.Tool) []toolgate.Tool {
 	warned := s.leftOut
 	s.leftOut = map[string]string{}
 	for _, mt := range listed {
-		t, err := s.convertTool(mt)
+		t, err := s.convertTool(mt, warned)
 		if err == nil {
 			if other, dup := taken[t.name]; dup {
 				err = fmt.Errorf("its name becomes %s, as %q's does", t.name, other)
@@ -81,8 +92,10 @@ func (s *Server) convertTools(listed []*mcp.Tool) []toolgate.Tool {
 // convertTool maps one MCP tool: its name (characters outside
 // [A-Za-z0-9_-] become '_'), a description (its title, or a sentence
 // naming it, when it has none; cut to the gateway's limit), its input
-// schema, and its readOnlyHint. The result passes toolgate.CheckToolSpec.
-func (s *Server) convertTool(mt *mcp.Tool) (*tool, error) {
+// schema, its readOnlyHint, and its presentation (presentTool; warned
+// are the warnings of the previous listing). The result passes
+// toolgate.CheckToolSpec.
+func (s *Server) convertTool(mt *mcp.Tool, warned map[string]string) (*tool, error) {
 	if mt.Name == "" {
 		return nil, fmt.Errorf("it has no name")
 	}
@@ -114,6 +127,7 @@ func (s *Server) convertTool(mt *mcp.Tool) (*tool, error) {
 	if mt.Annotations != nil {
 		t.readOnly = mt.Annotations.ReadOnlyHint
 	}
+	s.presentTool(t, mt, warned)
 	if err := toolgate.CheckToolSpec(toolgate.SpecOf(t), toolgate.ToolSpecChecks{}); err != nil {
 		return nil, fmt.Errorf("the gateway refuses it: %s", toolgate.ErrorMessage(err))
 	}
@@ -139,7 +153,8 @@ func sameTools(a, b []toolgate.Tool) bool {
 	for i := range a {
 		x, y := a[i].(*tool), b[i].(*tool)
 		if x.name != y.name || x.remote != y.remote || x.description != y.description ||
-			x.readOnly != y.readOnly || !bytes.Equal(x.parameters, y.parameters) {
+			x.readOnly != y.readOnly || !bytes.Equal(x.parameters, y.parameters) ||
+			!samePresentation(x.presentation, y.presentation) {
 			return false
 		}
 	}

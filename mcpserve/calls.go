@@ -1,12 +1,10 @@
 package mcpserve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"math"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -153,66 +151,4 @@ func refusal(err error) (*mcp.CallToolResult, error) {
 		callErr.Details, _ = json.Marshal(te.Details)
 	}
 	return errorResult(callErr, nil), nil
-}
-
-// resultOf maps an ended call: completed gives its output as text (a
-// string as itself, anything else as compact JSON) and, when the output
-// is a JSON object, as structuredContent; any other end gives isError with
-// "CODE: message" and {"error": {code, message, details}}. The call's
-// output has passed the safety step first (safety.go).
-func resultOf(c *toolgate.Call) *mcp.CallToolResult {
-	meta := mcp.Meta{MetaCallID: c.ID, MetaStatus: string(c.Status)}
-	if c.Status != toolgate.StatusCompleted {
-		callErr := toolgate.CallError{Code: strings.ToUpper(string(c.Status)), Message: "the call ended " + string(c.Status)}
-		if c.Error != nil {
-			callErr = *c.Error
-		}
-		return errorResult(callErr, meta)
-	}
-	output := c.Output
-	if len(output) == 0 {
-		output = json.RawMessage("null")
-	}
-	res := &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: outputText(output)}}}
-	if isJSONObject(output) {
-		res.StructuredContent = output
-	}
-	return res
-}
-
-// errorResult is the isError result of a call that did not complete.
-func errorResult(e toolgate.CallError, meta mcp.Meta) *mcp.CallToolResult {
-	text := e.Code + ": " + e.Message
-	return &mcp.CallToolResult{
-		Meta:              meta,
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: map[string]toolgate.CallError{"error": e},
-	}
-}
-
-// outputText is an output as text: a JSON string as its value, anything
-// else as compact JSON.
-func outputText(output json.RawMessage) string {
-	var s string
-	if json.Unmarshal(output, &s) == nil {
-		return s
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, output); err != nil {
-		return string(output)
-	}
-	return buf.String()
-}
-
-// isJSONObject reports whether raw is a JSON object.
-func isJSONObject(raw json.RawMessage) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == '{'
-	}
-	return false
 }

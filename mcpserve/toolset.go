@@ -211,8 +211,37 @@ func buildTool(name string, info toolgate.ToolInfo, ownerNote string) (*mcp.Tool
 	if info.DescriptionWithheld {
 		t.Meta[MetaDescriptionWithheld] = true
 	}
-	if info.ReadOnly {
-		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
+	if err := present(t, info); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// present puts a tool's presentation on its MCP definition, unchanged:
+// its title, annotations (with readOnlyHint from read_only), output
+// schema (as its bytes) and icons.
+func present(t *mcp.Tool, info toolgate.ToolInfo) error {
+	p := info.Presentation
+	t.Title = p.Title
+	if info.ReadOnly || p.Annotations != nil {
+		a := &mcp.ToolAnnotations{ReadOnlyHint: info.ReadOnly}
+		if p.Annotations != nil {
+			a.Title = p.Annotations.Title
+			a.DestructiveHint = p.Annotations.DestructiveHint
+			a.OpenWorldHint = p.Annotations.OpenWorldHint
+			if p.Annotations.IdempotentHint != nil {
+				a.IdempotentHint = *p.Annotations.IdempotentHint
+			}
+		}
+		t.Annotations = a
+	}
+	if len(p.OutputSchema) > 0 && string(p.OutputSchema) != "null" {
+		t.OutputSchema = p.OutputSchema
+	}
+	if len(p.Icons) > 0 && string(p.Icons) != "null" {
+		if err := json.Unmarshal(p.Icons, &t.Icons); err != nil {
+			return fmt.Errorf("its icons: %v", err)
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -26,6 +27,9 @@ type ToolRow struct {
 	// RequiresSanitization is the spec's requires_sanitization; NULL when
 	// the tool left it to the default (toolgate.NeedsSanitization).
 	RequiresSanitization sql.NullBool `db:"requires_sanitization"`
+	// Presentation is the spec's title, annotations, output schema and
+	// icons as a JSON object; "" when it has none of them.
+	Presentation string `db:"presentation"`
 }
 
 // Spec converts the row to the tool's spec.
@@ -44,6 +48,10 @@ func (r *ToolRow) Spec() toolgate.ToolSpec {
 	if r.RequiresSanitization.Valid {
 		v := r.RequiresSanitization.Bool
 		spec.RequiresSanitization = &v
+	}
+	if r.Presentation != "" {
+		// Written by NewToolRow from a checked spec: it decodes.
+		_ = json.Unmarshal([]byte(r.Presentation), &spec.Presentation)
 	}
 	if r.RatePerMinute > 0 || r.RatePerHour > 0 {
 		spec.RateLimit = &toolgate.RateLimit{RequestsPerMinute: r.RatePerMinute, RequestsPerHour: r.RatePerHour}
@@ -72,6 +80,11 @@ func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow
 	if spec.RequiresSanitization != nil {
 		r.RequiresSanitization = sql.NullBool{Bool: *spec.RequiresSanitization, Valid: true}
 	}
+	if p := spec.Presentation; p.Title != "" || p.Annotations != nil || len(p.OutputSchema) > 0 || len(p.Icons) > 0 {
+		if b, err := json.Marshal(p); err == nil {
+			r.Presentation = string(b)
+		}
+	}
 	if r.RequiresApproval == "" {
 		r.RequiresApproval = string(toolgate.ApprovalNever)
 	}
@@ -82,19 +95,19 @@ func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow
 	return r
 }
 
-const toolColumns = `session_id, name, description, parameters, timeout_ms, requires_approval, rate_per_minute, rate_per_hour, read_only, registered_at, estimated_cost, estimated_duration_ms, requires_sanitization`
+const toolColumns = `session_id, name, description, parameters, timeout_ms, requires_approval, rate_per_minute, rate_per_hour, read_only, registered_at, estimated_cost, estimated_duration_ms, requires_sanitization, presentation`
 
 var (
 	// With :name arguments, prepared at first use (see namedExec).
 	qUpsertTool = `INSERT INTO tools (` + toolColumns + `) VALUES
 		(:session_id, :name, :description, :parameters, :timeout_ms, :requires_approval, :rate_per_minute, :rate_per_hour, :read_only, :registered_at,
-		 :estimated_cost, :estimated_duration_ms, :requires_sanitization)
+		 :estimated_cost, :estimated_duration_ms, :requires_sanitization, :presentation)
 		ON CONFLICT (session_id, name) DO UPDATE SET
 		description = excluded.description, parameters = excluded.parameters, timeout_ms = excluded.timeout_ms,
 		requires_approval = excluded.requires_approval, rate_per_minute = excluded.rate_per_minute,
 		rate_per_hour = excluded.rate_per_hour, read_only = excluded.read_only, registered_at = excluded.registered_at,
 		estimated_cost = excluded.estimated_cost, estimated_duration_ms = excluded.estimated_duration_ms,
-		requires_sanitization = excluded.requires_sanitization`
+		requires_sanitization = excluded.requires_sanitization, presentation = excluded.presentation`
 	qDeleteTool   = query(`DELETE FROM tools WHERE session_id = ? AND name = ?`)
 	qSessionTools = query(`SELECT ` + toolColumns + ` FROM tools WHERE session_id = ? ORDER BY name`)
 
@@ -161,7 +174,7 @@ func (s *Store) ToolsPage(ctx context.Context, afterSession, afterName string, l
 func (s *Store) ListTools(ctx context.Context, sessionID string) ([]ToolRow, error) {
 	var rows []ToolRow
 	q := `SELECT t.session_id, t.name, t.description, t.parameters, t.timeout_ms, t.requires_approval, t.rate_per_minute, t.rate_per_hour, t.read_only, t.registered_at,
-		t.estimated_cost, t.estimated_duration_ms, t.requires_sanitization
+		t.estimated_cost, t.estimated_duration_ms, t.requires_sanitization, t.presentation
 		FROM tools t JOIN sessions s ON s.id = t.session_id WHERE s.closed_at IS NULL`
 	args := []any{}
 	if sessionID != "" {

@@ -1,0 +1,5 @@
+-- A registered tool's presentation: its title, annotations, output schema
+-- and icons, as one JSON object (toolgate.Presentation); '' when it
+-- declared none of them (as SQLite's 0014_tool_presentation.sql).
+
+ALTER TABLE tools ADD COLUMN presentation TEXT NOT NULL DEFAULT '';
