@@ -61,9 +61,25 @@ type ToolSpec struct {
 	// safety step before a model sees it; unset takes the default of
 	// NeedsSanitization.
 	RequiresSanitization *bool `json:"requires_sanitization,omitempty"`
-	// Presentation is what MCP hosts see of a tool besides its name and
-	// description.
-	Presentation
+	// Title, Annotations, OutputSchema and Icons are what MCP hosts see
+	// of a tool besides its name and description (Presentation says what
+	// each is).
+	Title        string           `json:"title,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	OutputSchema json.RawMessage  `json:"output_schema,omitempty"`
+	Icons        json.RawMessage  `json:"icons,omitempty"`
+}
+
+// Presentation returns the spec's title, annotations, output schema and
+// icons.
+func (s ToolSpec) Presentation() Presentation {
+	return Presentation{Title: s.Title, Annotations: s.Annotations, OutputSchema: s.OutputSchema, Icons: s.Icons}
+}
+
+// SetPresentation sets the spec's title, annotations, output schema and
+// icons.
+func (s *ToolSpec) SetPresentation(p Presentation) {
+	s.Title, s.Annotations, s.OutputSchema, s.Icons = p.Title, p.Annotations, p.OutputSchema, p.Icons
 }
 
 // Presentation is what a tool shows besides its description: Title is a

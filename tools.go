@@ -92,7 +92,7 @@ func SpecOf(t Tool) ToolSpec {
 		spec.ReadOnly = x.ReadOnly()
 	}
 	if x, ok := t.(Presenter); ok {
-		spec.Presentation = x.Presentation()
+		spec.SetPresentation(x.Presentation())
 	}
 	if x, ok := t.(SanitizationRequirer); ok {
 		v := x.RequiresSanitization()

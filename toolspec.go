@@ -72,7 +72,7 @@ func CheckToolSpec(spec ToolSpec, checks ToolSpecChecks) error {
 	if spec.EstimatedDurationMS < 0 || spec.EstimatedDurationMS > MaxEstimatedDurationMS {
 		return Errorf(EBadRequest, "estimated_duration_ms must be between 0 and %d", int64(MaxEstimatedDurationMS))
 	}
-	if err := CheckToolPresentation(spec.Presentation); err != nil {
+	if err := CheckToolPresentation(spec.Presentation()); err != nil {
 		return err
 	}
 	if len(spec.Parameters) == 0 || string(spec.Parameters) == "null" {

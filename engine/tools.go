@@ -262,6 +262,23 @@ func (e *Tools) checkSpec(sid string, spec toolgate.ToolSpec) (*toolEntry, *tool
 	return storedToolEntry(e.schemas, spec, e.now()), nil
 }
 
+// checkOutputSchema compiles a tool's output_schema, when it has one, as
+// its parameters are (the same limits, the same compile slots), so that
+// a schema MCP hosts could not compile is refused at registration.
+func (e *Tools) checkOutputSchema(ctx context.Context, raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if _, err := e.schemas.compile(ctx, raw); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// The compiler names what it compiles "parameters".
+		return errors.New("output_schema: " + strings.TrimPrefix(err.Error(), "parameters "))
+	}
+	return nil
+}
+
 // checkTimeout checks a requested timeout against the gateway's bounds.
 func (e *core) checkTimeout(ms int64) *toolgate.Error {
 	d := time.Duration(ms) * time.Millisecond
@@ -329,7 +346,11 @@ func (e *Tools) RegisterTools(ctx context.Context, sid string, req toolgate.Regi
 	// compile slot; a client that leaves stops the wait).
 	var fits []string
 	for _, name := range within {
-		if _, err := accepted[name].argsSchema(ctx); err != nil {
+		_, err := accepted[name].argsSchema(ctx)
+		if err == nil {
+			err = e.checkOutputSchema(ctx, accepted[name].spec.OutputSchema)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}

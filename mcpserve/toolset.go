@@ -26,6 +26,9 @@ type offer struct {
 // added to its description (buildTool).
 func newOffer(key toolKey, name string, info toolgate.ToolInfo, ownerNote string, handler mcp.ToolHandler) offer {
 	t, err := buildTool(name, info, ownerNote)
+	if err == nil && t.OutputSchema != nil {
+		handler = checkedOutput(info.OutputSchema, handler)
+	}
 	return offer{key: key, name: name, tool: t, err: err, handler: handler}
 }
 
@@ -221,7 +224,7 @@ func buildTool(name string, info toolgate.ToolInfo, ownerNote string) (*mcp.Tool
 // its title, annotations (with readOnlyHint from read_only), output
 // schema (as its bytes) and icons.
 func present(t *mcp.Tool, info toolgate.ToolInfo) error {
-	p := info.Presentation
+	p := info.Presentation()
 	t.Title = p.Title
 	if info.ReadOnly || p.Annotations != nil {
 		a := &mcp.ToolAnnotations{ReadOnlyHint: info.ReadOnly}

@@ -31,6 +31,15 @@ type ToolOptions struct {
 	// is expected to take. Zero gives no estimate.
 	EstimatedCost       float64
 	EstimatedDurationMS int64
+	// Title is a name for people to read (MCP hosts show it).
+	// OutputSchemaJSON is the JSON Schema (top-level "type": "object") of
+	// what a completed call outputs; MCP hosts see it as the tool's
+	// outputSchema and the output as structuredContent. AnnotationsJSON is
+	// a JSON object of MCP hints: {"title", "destructive_hint",
+	// "idempotent_hint", "open_world_hint"}. Empty leaves each out.
+	Title            string
+	OutputSchemaJSON string
+	AnnotationsJSON  string
 }
 
 // NewToolOptions returns options with every trait left to the gateway.
@@ -63,6 +72,19 @@ func buildToolSpec(name, description, parametersJSON string, options *ToolOption
 		spec.ReadOnly = options.ReadOnly
 		spec.EstimatedCost = options.EstimatedCost
 		spec.EstimatedDurationMS = options.EstimatedDurationMS
+		spec.Title = options.Title
+		if strings.TrimSpace(options.OutputSchemaJSON) != "" {
+			spec.OutputSchema = json.RawMessage(options.OutputSchemaJSON)
+		}
+		if strings.TrimSpace(options.AnnotationsJSON) != "" {
+			dec := json.NewDecoder(strings.NewReader(options.AnnotationsJSON))
+			dec.DisallowUnknownFields()
+			var a toolgate.ToolAnnotations
+			if err := dec.Decode(&a); err != nil {
+				return spec, fmt.Errorf("tool %q: annotations must be a JSON object of title, destructive_hint, idempotent_hint and open_world_hint: %v", name, err)
+			}
+			spec.Annotations = &a
+		}
 	}
 	if err := toolgate.CheckToolSpec(spec, toolgate.ToolSpecChecks{}); err != nil {
 		return spec, fmt.Errorf("tool %q: %s", name, toolgate.ErrorMessage(err))

@@ -51,7 +51,9 @@ func (r *ToolRow) Spec() toolgate.ToolSpec {
 	}
 	if r.Presentation != "" {
 		// Written by NewToolRow from a checked spec: it decodes.
-		_ = json.Unmarshal([]byte(r.Presentation), &spec.Presentation)
+		var p toolgate.Presentation
+		_ = json.Unmarshal([]byte(r.Presentation), &p)
+		spec.SetPresentation(p)
 	}
 	if r.RatePerMinute > 0 || r.RatePerHour > 0 {
 		spec.RateLimit = &toolgate.RateLimit{RequestsPerMinute: r.RatePerMinute, RequestsPerHour: r.RatePerHour}
@@ -80,7 +82,7 @@ func NewToolRow(sessionID string, spec toolgate.ToolSpec, now time.Time) ToolRow
 	if spec.RequiresSanitization != nil {
 		r.RequiresSanitization = sql.NullBool{Bool: *spec.RequiresSanitization, Valid: true}
 	}
-	if p := spec.Presentation; p.Title != "" || p.Annotations != nil || len(p.OutputSchema) > 0 || len(p.Icons) > 0 {
+	if p := spec.Presentation(); p.Title != "" || p.Annotations != nil || len(p.OutputSchema) > 0 || len(p.Icons) > 0 {
 		if b, err := json.Marshal(p); err == nil {
 			r.Presentation = string(b)
 		}
