@@ -41,7 +41,8 @@ export function validateTool(spec) {
   if (approval !== undefined && !APPROVALS.includes(approval)) {
     throw new TypeError(`tool "${name}": requiresApproval must be true, false or one of ${APPROVALS.join(", ")}`);
   }
-  const wire = { name, description, parameters: parameters ?? { type: "object", properties: {} } };
+  const shown = checkPresentation(name, spec);
+  const wire = { name, description, parameters: parameters ?? { type: "object", properties: {} }, ...shown };
   if (timeoutMs !== undefined) wire.timeout_ms = timeoutMs;
   if (approval !== undefined) wire.requires_approval = approval;
   if (spec.readOnly !== undefined) wire.read_only = Boolean(spec.readOnly);
@@ -56,3 +57,51 @@ export function validateTool(spec) {
   return { wire, handler };
 }
 
+
+/** The longest title (and annotations.title) a tool may have, in characters. */
+const MAX_TITLE_LENGTH = 256;
+
+/** The MCP hints a tool's annotations may give, by their names in a tool definition and on the wire. */
+const HINTS = { destructiveHint: "destructive_hint", idempotentHint: "idempotent_hint", openWorldHint: "open_world_hint" };
+
+/**
+ * Checks a tool definition's title, outputSchema and annotations, throwing a
+ * TypeError that names the problem, and returns their wire fields (title,
+ * output_schema, annotations), only those given.
+ */
+function checkPresentation(name, spec) {
+  const wire = {};
+  const title = (field, value) => {
+    if (typeof value !== "string" || [...value].length > MAX_TITLE_LENGTH) {
+      throw new TypeError(`tool "${name}": ${field} must be a string of at most ${MAX_TITLE_LENGTH} characters`);
+    }
+    return value;
+  };
+  if (spec.title !== undefined) wire.title = title("title", spec.title);
+  const schema = spec.outputSchema;
+  if (schema !== undefined) {
+    if (schema === null || typeof schema !== "object" || Array.isArray(schema) || schema.type !== "object") {
+      throw new TypeError(`tool "${name}": outputSchema must be a JSON Schema object with "type": "object"`);
+    }
+    wire.output_schema = schema;
+  }
+  const given = spec.annotations;
+  if (given !== undefined) {
+    if (given === null || typeof given !== "object" || Array.isArray(given)) {
+      throw new TypeError(`tool "${name}": annotations must be an object`);
+    }
+    const annotations = {};
+    for (const [key, value] of Object.entries(given)) {
+      if (key === "title") {
+        annotations.title = title("annotations.title", value);
+      } else if (key in HINTS) {
+        if (typeof value !== "boolean") throw new TypeError(`tool "${name}": annotations.${key} must be a boolean`);
+        annotations[HINTS[key]] = value;
+      } else {
+        throw new TypeError(`tool "${name}": annotations.${key} is not one of title, ${Object.keys(HINTS).join(", ")}`);
+      }
+    }
+    wire.annotations = annotations;
+  }
+  return wire;
+}

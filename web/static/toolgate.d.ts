@@ -203,6 +203,25 @@ export interface ToolDefinition<Args = any> {
   estimatedCost?: number;
   /** How long a call is expected to take, an integer of milliseconds up to a day. */
   estimatedDurationMs?: number;
+  /** A name for people to read (MCP hosts show it), at most 256 characters. */
+  title?: string;
+  /**
+   * JSON Schema (top-level type "object") of what the handler returns: MCP hosts see it as the tool's
+   * outputSchema and the output as structuredContent; an output that does not match reaches them as an
+   * OUTPUT_INVALID error.
+   */
+  outputSchema?: JSONSchema & { type: "object" };
+  /** MCP's hints about the tool (readOnly is readOnlyHint). */
+  annotations?: ToolAnnotations;
+}
+
+/** MCP's hints about a tool's behaviour; unset is MCP's default. */
+export interface ToolAnnotations {
+  /** At most 256 characters. */
+  title?: string;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
 }
 
 /** A registered tool as sent to the gateway (PROTOCOL.md, register_tools): no handler, the wire's field names. */
@@ -216,6 +235,9 @@ export interface WireTool {
   rate_limit?: { requests_per_minute?: number; requests_per_hour?: number };
   estimated_cost?: number;
   estimated_duration_ms?: number;
+  title?: string;
+  output_schema?: JSONSchema;
+  annotations?: { title?: string; destructive_hint?: boolean; idempotent_hint?: boolean; open_world_hint?: boolean };
 }
 
 /** How the gateway judged a tool given to registerTool. */

@@ -235,6 +235,19 @@ export function refusedTools(client: ToolgateClient): void {
   client.registerTool({ name: "x", description: "d", handler() {}, timeoutMs: "30s" });
   // @ts-expect-error the wire's names are not the SDK's
   client.registerTool({ name: "x", description: "d", handler() {}, timeout_ms: 1000 });
+  // @ts-expect-error an annotation's hint is a boolean
+  client.registerTool({ name: "x", description: "d", handler() {}, annotations: { destructiveHint: "no" } });
+  // @ts-expect-error an output schema is an object schema
+  client.registerTool({ name: "x", description: "d", handler() {}, outputSchema: { type: "string" } });
+  client.registerTool({
+    name: "weather",
+    description: "The temperature here",
+    title: "Weather here",
+    outputSchema: { type: "object", properties: { celsius: { type: "number" } }, required: ["celsius"] },
+    annotations: { title: "Weather", destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    readOnly: true,
+    handler: () => ({ celsius: 21.5 }),
+  });
   client.registerTool({
     name: "x",
     description: "d",
