@@ -79,7 +79,25 @@ func (s *Sanitizer) ScreenToolInfo(info toolgate.ToolInfo) (toolgate.ToolInfo, [
 	if sc.Withheld() {
 		info.Description, info.Parameters, info.DescriptionWithheld = sc.Description, sc.Parameters, true
 	}
-	return info, sc.Findings
+	findings := sc.Findings
+	// What MCP hosts see besides: the titles are left out, and the output
+	// schema's descriptions withheld as the parameters' are.
+	if title, f := s.ScreenText(info.Title); len(f) > 0 {
+		info.Title, info.DescriptionWithheld, findings = title, true, append(findings, f...)
+	}
+	if a := info.Annotations; a != nil {
+		if title, f := s.ScreenText(a.Title); len(f) > 0 {
+			screened := *a
+			screened.Title = title
+			info.Annotations, info.DescriptionWithheld, findings = &screened, true, append(findings, f...)
+		}
+	}
+	if len(info.OutputSchema) > 0 {
+		if out := ScreenTool("", info.OutputSchema, s.FindInjections); out.Withheld() {
+			info.OutputSchema, info.DescriptionWithheld, findings = out.Parameters, true, append(findings, out.Findings...)
+		}
+	}
+	return info, findings
 }
 
 // ScreenText returns text, or "" and the findings when it holds text
