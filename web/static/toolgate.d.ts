@@ -187,7 +187,8 @@ export interface ToolDefinition<Args = any> {
   /** JSON Schema of the arguments. Default {type: "object", properties: {}}. */
   parameters?: JSONSchema;
   /**
-   * What the handler returns becomes the call's output (undefined becomes null); what it throws becomes a
+   * What the handler returns becomes the call's output (undefined becomes null; an array of MCP content
+   * blocks, such as [{type: "image", data, mimeType}], reaches MCP hosts as those blocks); what it throws becomes a
    * tool_error: a string `code` property is kept, with object `details`, else the code is INTERNAL_ERROR.
    * The gateway accepts only codes matching ^[A-Z][A-Z0-9_]{0,63}$: any other code (say "auth/expired")
    * is sent as INTERNAL_ERROR with the thrown one in `details.original_code`, so the answer is not refused.

@@ -6,9 +6,11 @@
 // What a toolgate client can produce: a string output (text content), a
 // tool_error (isError with its message as text), progress reports
 // (notifications/progress), and a change of its own tool list
-// (notifications/tools/list_changed). What it cannot (image, audio or
-// resource content, log messages, sampling, elicitation) is listed in the
-// expected-failures baselines next to this file, each with its reason.
+// (notifications/tools/list_changed), and an output that is a list of MCP
+// content blocks (image, audio, embedded resource), which reaches the host
+// as those blocks. What it cannot (log messages, sampling, elicitation) is
+// listed in the expected-failures baselines next to this file, each with
+// its reason.
 
 import { ToolError } from "../../static/toolgate.js";
 
@@ -49,6 +51,13 @@ export const JSON_SCHEMA_2020_12 = {
 };
 
 const noArgs = { type: "object", properties: {} };
+
+/** A 1×1 red PNG, base64, for the image scenarios. */
+const RED_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/** A silent WAV header (no samples), base64, for the audio scenario. */
+const SILENT_WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
+const image = { type: "image", data: RED_PIXEL_PNG, mimeType: "image/png" };
+const resource = { type: "resource", resource: { uri: "test://embedded-resource", mimeType: "text/plain", text: "This is an embedded resource content." } };
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -91,6 +100,30 @@ export async function registerConformanceTools(client) {
       description: "Tool with JSON Schema 2020-12 features (conformance: json-schema-2020-12)",
       parameters: JSON_SCHEMA_2020_12,
       handler: (args) => `Received ${JSON.stringify(args)}`,
+    },
+    {
+      name: "test_image_content",
+      description: "Answers with an image (conformance: tools-call-image)",
+      parameters: noArgs,
+      handler: () => [image],
+    },
+    {
+      name: "test_audio_content",
+      description: "Answers with audio (conformance: tools-call-audio)",
+      parameters: noArgs,
+      handler: () => [{ type: "audio", data: SILENT_WAV, mimeType: "audio/wav" }],
+    },
+    {
+      name: "test_embedded_resource",
+      description: "Answers with an embedded resource (conformance: tools-call-embedded-resource)",
+      parameters: noArgs,
+      handler: () => [resource],
+    },
+    {
+      name: "test_multiple_content_types",
+      description: "Answers with text, an image and a resource (conformance: tools-call-mixed-content)",
+      parameters: noArgs,
+      handler: () => [{ type: "text", text: "Multiple content types test:" }, image, resource],
     },
     {
       name: "test_logging_tool",
