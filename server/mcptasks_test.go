@@ -120,6 +120,30 @@ func TestMCPTaskSurvivesKill(t *testing.T) {
 	}
 	proc := gatewaytest.Start(t, "--agent-key", testAgentKey, "--mcp-task-max-ttl", "2h")
 	g := &gateway{t: t, URL: proc.URL, DBPath: proc.DBPath}
+	mcpTaskScenario(t, g, g, func() { proc.Restart(t) })
+}
+
+// The same on PostgreSQL with two nodes: the task made on node 0, which
+// is then killed with SIGKILL, is answered, read and its result taken
+// through node 1.
+func TestMCPTaskReadThroughAnotherNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	url := postgres.Server(t).NewDatabase(t)
+	args := []string{"--mcp-task-max-ttl", "2h"}
+	procs := gatewaytest.StartTogether(t,
+		gatewaytest.Config{Name: "node0", DB: url, AgentKey: testAgentKey, Args: args},
+		gatewaytest.Config{Name: "node1", DB: url, AgentKey: testAgentKey, Args: args})
+	a := &gateway{t: t, URL: procs[0].URL}
+	b := &gateway{t: t, URL: procs[1].URL}
+	mcpTaskScenario(t, a, b, procs[0].Kill)
+}
+
+// mcpTaskScenario makes a task on a, calls crash, then answers it and
+// reads it through b.
+func mcpTaskScenario(t *testing.T, a, b *gateway, crash func()) {
+	g := a
 	s := g.newSession("tab")
 	g.register(s, echoTool)
 	st := g.openStream(s, "")
@@ -219,7 +243,8 @@ func TestMCPTaskSurvivesKill(t *testing.T) {
 		t.Fatalf("another route lists the task: %s", reply.Result)
 	}
 
-	proc.Restart(t) // SIGKILL, then the same database and port
+	crash() // SIGKILL (then, on SQLite, the same database and port)
+	g = b
 
 	if status, body := g.answer(s, task.TaskID, map[string]any{"answer": 42}); status != 200 {
 		t.Fatalf("REST answer after the restart: %d %v", status, body)
