@@ -25,6 +25,7 @@ const (
 	methodTasksResult = "tasks/result"
 	methodTasksList   = "tasks/list"
 	methodTasksCancel = "tasks/cancel"
+	methodTasksUpdate = "tasks/update" // 2026-07-28's extension only
 	methodToolsCall   = "tools/call"
 )
 
@@ -41,9 +42,10 @@ type rpcRequest struct {
 // readies a task-augmented tools/call for the call handler (params.task
 // moved into _meta[metaTaskRequest]); any other request passes unchanged.
 func (e *Endpoint) serveTasks(w http.ResponseWriter, r *http.Request, maxBody int64) bool {
-	if e.opts.Tasks == nil || r.Method != http.MethodPost || r.Header.Get(headerProtocolVersion) >= statelessRevision {
+	if e.opts.Tasks == nil || r.Method != http.MethodPost {
 		return false
 	}
+	modern := r.Header.Get(headerProtocolVersion) >= statelessRevision
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	rest := r.Body
 	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), rest), rest}
@@ -54,13 +56,21 @@ func (e *Endpoint) serveTasks(w http.ResponseWriter, r *http.Request, maxBody in
 	if json.Unmarshal(body, &req) != nil || len(req.ID) == 0 {
 		return false // not one request: the SDK answers it
 	}
-	switch req.Method {
-	case methodTasksGet, methodTasksResult, methodTasksList, methodTasksCancel:
+	switch {
+	case modern && (req.Method == methodTasksGet || req.Method == methodTasksCancel || req.Method == methodTasksUpdate):
+		result, rerr := e.taskMethodExt(r, req) // taskext.go
+		writeRPC(w, req.ID, result, rerr)
+		return true
+	case modern:
+		// tasks/result and tasks/list are not in the extension: the SDK
+		// answers them as unknown methods.
+	case req.Method == methodTasksGet || req.Method == methodTasksResult || req.Method == methodTasksList || req.Method == methodTasksCancel:
 		result, rerr := e.taskMethod(r, req)
 		writeRPC(w, req.ID, result, rerr)
 		return true
-	case methodToolsCall:
-		changed, rerr := e.readyTaskCall(r, req.Params)
+	}
+	if req.Method == methodToolsCall {
+		changed, rerr := e.readyTaskCall(r, req.Params, modern)
 		if rerr != nil {
 			writeRPC(w, req.ID, nil, rerr)
 			return true
@@ -84,7 +94,11 @@ func (e *Endpoint) serveTasks(w http.ResponseWriter, r *http.Request, maxBody in
 // and any _meta[metaTaskRequest] a host sent removed; nil when they stay
 // as they are. A params.task that is not an object, or whose ttl is not a
 // whole number of milliseconds from 0, is invalid params.
-func (e *Endpoint) readyTaskCall(r *http.Request, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+//
+// On 2026-07-28 (modern), the call is a task when the request declares the
+// tasks extension among its client capabilities (the server decides, as
+// the extension says); the ttl is then the maximum.
+func (e *Endpoint) readyTaskCall(r *http.Request, params json.RawMessage, modern bool) (json.RawMessage, *jsonrpc.Error) {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil {
 		return nil, nil // the SDK refuses it
@@ -97,10 +111,15 @@ func (e *Endpoint) readyTaskCall(r *http.Request, params json.RawMessage) (json.
 	if isTask && string(rawTask) == "null" {
 		isTask = false
 	}
+	if modern {
+		rawTask, isTask = []byte("{}"), declaresTasksExtension(meta)
+	}
 	if _, sent := meta[metaTaskRequest]; !isTask && !sent {
 		return nil, nil
 	}
-	delete(p, "task")
+	if !modern {
+		delete(p, "task")
+	}
 	delete(meta, metaTaskRequest)
 	if isTask {
 		var spec struct {
@@ -117,6 +136,9 @@ func (e *Endpoint) readyTaskCall(r *http.Request, params json.RawMessage) (json.
 			TTLMS: e.taskTTL(asked).Milliseconds(),
 			Route: chi.URLParam(r, "sid"),
 			Owner: ownerOf(jsonhttp.Bearer(r, false)),
+		}
+		if modern {
+			tr.Form = formExtension
 		}
 		raw, _ := json.Marshal(tr)
 		if meta == nil {

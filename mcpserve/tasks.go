@@ -63,6 +63,9 @@ const metaRelatedTask = "io.modelcontextprotocol/related-task"
 
 // taskRequest is what the hook passes to the call handler.
 type taskRequest struct {
+	// Form is "" for the 2025-11-25 utility, formExtension for the
+	// 2026-07-28 extension.
+	Form  string `json:"form,omitempty"`
 	TTLMS int64  `json:"ttl"`
 	Route string `json:"route"`
 	Owner string `json:"owner"`
@@ -121,7 +124,7 @@ func (e *Endpoint) startTask(ctx context.Context, call toolgate.CallRequest, ide
 		}
 		return nil, err
 	}
-	return &mcp.CallToolResult{Meta: mcp.Meta{metaTaskCreated: taskObjectOf(&task, created)}}, nil
+	return &mcp.CallToolResult{Meta: mcp.Meta{metaTaskCreated: createdTask{taskObjectOf(&task, created), tr.Form}}}, nil
 }
 
 // taskObject is MCP's Task.
@@ -145,7 +148,7 @@ const (
 
 // taskObjectOf is the task of call c: working while the call is open,
 // completed when it completed, cancelled when it was cancelled, failed
-// for any other end (failed, timed_out, denied), with "CODE: message".
+// for any other end (failed, timed_out, denied).
 func taskObjectOf(t *toolgate.MCPTask, c *toolgate.Call) taskObject {
 	updated := c.CreatedAt.Time
 	if c.DeliveredAt != nil {
@@ -168,11 +171,10 @@ func taskObjectOf(t *toolgate.MCPTask, c *toolgate.Call) taskObject {
 	case toolgate.StatusCancelled:
 		o.Status = taskCancelled
 	case toolgate.StatusFailed, toolgate.StatusTimedOut, toolgate.StatusDenied:
+		// Not the client's message, which only the safety step's
+		// result (tasks/result) may carry.
 		o.Status = taskFailed
-		o.StatusMessage = "the call ended " + string(c.Status)
-		if c.Error != nil {
-			o.StatusMessage = c.Error.Code + ": " + c.Error.Message
-		}
+		o.StatusMessage = "the call ended " + string(c.Status) + "; the result has its error"
 	case toolgate.StatusAwaitingApproval:
 		o.StatusMessage = "awaiting the operator's approval"
 	}
@@ -180,6 +182,12 @@ func taskObjectOf(t *toolgate.MCPTask, c *toolgate.Call) taskObject {
 		o.PollInterval = 0
 	}
 	return o
+}
+
+// createdTask is what startTask leaves for taskMiddleware.
+type createdTask struct {
+	task taskObject
+	form string
 }
 
 // createTaskResult is MCP's CreateTaskResult.
@@ -278,9 +286,14 @@ func (e *Endpoint) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return &toolsWithTasks{r}, nil
 			}
 		case *mcp.CallToolResult:
-			if t, ok := r.Meta[metaTaskCreated].(taskObject); ok {
-				return &createTaskResult{Task: t}, nil
+			if t, ok := r.Meta[metaTaskCreated].(createdTask); ok {
+				if t.form == formExtension {
+					return &createTaskResultExt{taskObjectExt: extOf(t.task), ResultType: resultTypeTask}, nil
+				}
+				return &createTaskResult{Task: t.task}, nil
 			}
+		case *mcp.DiscoverResult:
+			return &discoverWithTasks{r}, nil
 		}
 		return res, nil
 	}

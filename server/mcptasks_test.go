@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/server"
 )
 
 // rpcReply is a JSON-RPC response read from /mcp.
@@ -280,4 +281,113 @@ func mcpTaskScenario(t *testing.T, a, b *gateway, crash func()) {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// mcpRPCModern posts one 2026-07-28 request (stateless: its _meta says
+// the revision, the client and its capabilities, here the tasks
+// extension) to path; name is the Mcp-Name header ("" for none).
+func mcpRPCModern(t *testing.T, g *gateway, path, method, name string, params map[string]any) rpcReply {
+	t.Helper()
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["io.modelcontextprotocol/protocolVersion"] = mcpStateless
+	meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": "tasks-test", "version": "1"}
+	meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
+	params["_meta"] = meta
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest("POST", g.URL+path, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testAgentKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", mcpStateless)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	data := buf.Bytes()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "data: "); ok {
+				data = []byte(rest)
+				break
+			}
+		}
+	}
+	var reply rpcReply
+	if err := json.Unmarshal(data, &reply); err != nil {
+		t.Fatalf("%s: status %d, reply %q: %v", method, resp.StatusCode, data, err)
+	}
+	return reply
+}
+
+// Revision 2026-07-28's tasks extension: declared by server/discover; a
+// tools/call declaring it becomes a task (resultType "task"); tasks/get
+// gives the result inline once the REST client answered; tasks/update
+// and the cancel of an ended task are refused, another route sees
+// nothing, and tasks/result and tasks/list are not offered.
+func TestMCPTaskExtension(t *testing.T) {
+	g := startGateway(t, func(c *server.Config) { c.MCPTaskMaxTTL = time.Hour })
+	s := g.newSession("tab")
+	g.register(s, echoTool)
+	st := g.openStream(s, "")
+	defer st.Close()
+	name := "echo__" + shortID(s.ID)
+
+	reply := mcpRPCModern(t, g, "/mcp", "server/discover", "", map[string]any{})
+	var discovered struct {
+		Capabilities struct {
+			Extensions map[string]any `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(reply.Result, &discovered); discovered.Capabilities.Extensions["io.modelcontextprotocol/tasks"] == nil {
+		t.Fatalf("server/discover declares no tasks extension: %s %+v", reply.Result, reply.Error)
+	}
+	reply = mcpRPCModern(t, g, "/mcp", "tools/call", name, map[string]any{"name": name, "arguments": map[string]any{"text": "hi"}})
+	var created struct {
+		TaskID     string `json:"taskId"`
+		Status     string `json:"status"`
+		TTLMs      int64  `json:"ttlMs"`
+		ResultType string `json:"resultType"`
+	}
+	if json.Unmarshal(reply.Result, &created); created.ResultType != "task" || created.Status != "working" || created.TaskID == "" || created.TTLMs != time.Hour.Milliseconds() {
+		t.Fatalf("tools/call: %s %+v", reply.Result, reply.Error)
+	}
+	get := func(path string) rpcReply {
+		return mcpRPCModern(t, g, path, "tasks/get", created.TaskID, map[string]any{"taskId": created.TaskID})
+	}
+	wantRPCError(t, "another route's task", get("/mcp/sessions/"+s.ID), -32602)
+	if status, body := g.answer(s, created.TaskID, "forty-two"); status != 200 {
+		t.Fatalf("REST answer: %d %v", status, body)
+	}
+	var got struct {
+		Status     string `json:"status"`
+		ResultType string `json:"resultType"`
+		Result     struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	reply = get("/mcp")
+	if json.Unmarshal(reply.Result, &got); got.Status != "completed" || got.ResultType != "complete" || len(got.Result.Content) != 1 || got.Result.Content[0].Text != "forty-two" {
+		t.Fatalf("tasks/get: %s %+v", reply.Result, reply.Error)
+	}
+	reply = mcpRPCModern(t, g, "/mcp", "tasks/update", created.TaskID, map[string]any{"taskId": created.TaskID, "inputResponses": map[string]any{}})
+	wantRPCError(t, "tasks/update", reply, -32602)
+	reply = mcpRPCModern(t, g, "/mcp", "tasks/cancel", created.TaskID, map[string]any{"taskId": created.TaskID})
+	wantRPCError(t, "cancel of an ended task", reply, -32602)
+	for _, method := range []string{"tasks/result", "tasks/list"} {
+		if reply := mcpRPCModern(t, g, "/mcp", method, "", map[string]any{"taskId": created.TaskID}); reply.Error == nil {
+			t.Fatalf("%s on 2026-07-28 answered %s", method, reply.Result)
+		}
+	}
 }
