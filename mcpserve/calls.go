@@ -56,6 +56,9 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 			return refusal(err)
 		}
 		call.TimeoutMS = timeoutMS
+		if tr := taskRequestOf(req.Params.Meta); tr != nil && e.opts.Tasks != nil {
+			return e.startTask(ctx, call, idempotencyKey, tr) // tasks.go
+		}
 		// Counted before the call is found by its key, so that an earlier
 		// attempt giving up meanwhile leaves it to this one.
 		waiting := e.waiters.join(idempotencyKey)

@@ -154,6 +154,7 @@ func (e *Endpoint) newRoute(instructions string) *route {
 			Resources: &mcp.ResourceCapabilities{},
 		},
 	})
+	server.AddReceivingMiddleware(e.taskMiddleware) // tasks.go
 	maxBody := e.opts.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = mcp.DefaultMaxRequestBodyBytes
@@ -292,6 +293,9 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 		return
 	}
 	if r.Method == http.MethodPost && !strictBody(w, r, rt.maxBody) {
+		return
+	}
+	if e.serveTasks(w, r, rt.maxBody) { // MCP tasks (taskrpc.go)
 		return
 	}
 	// A reply the host does not take in time ends the request (the

@@ -47,6 +47,8 @@ type Calls interface {
 	WaitCallProgress(ctx context.Context, id string, progress func(json.RawMessage)) (*toolgate.Call, error)
 	// CancelCall ends an open call as cancelled and tells its client.
 	CancelCall(ctx context.Context, id string) (*toolgate.Call, error)
+	// GetCall returns a call (NOT_FOUND when there is none).
+	GetCall(ctx context.Context, id string) (*toolgate.Call, error)
 }
 
 // Defaults of Options.
@@ -112,6 +114,13 @@ type Options struct {
 	// SessionIdle closes a stateful MCP session after this long without a
 	// request (0: DefaultSessionIdle).
 	SessionIdle time.Duration
+	// Tasks, when set, keeps the records of MCP tasks: tools/call may then
+	// be a task (tasks/get, tasks/result, tasks/list, tasks/cancel); nil
+	// offers no tasks.
+	Tasks TaskStore
+	// MaxTaskTTL bounds how long a task is kept, whatever ttl the host
+	// asks for (0: DefaultMaxTaskTTL).
+	MaxTaskTTL time.Duration
 	// Version is the gateway's version, told to hosts as serverInfo
 	// (empty: the module version the binary was built from, else "dev").
 	Version string
@@ -138,6 +147,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxTaskTTL <= 0 {
+		o.MaxTaskTTL = DefaultMaxTaskTTL
 	}
 	if o.Version == "" {
 		o.Version = "dev"

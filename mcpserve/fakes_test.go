@@ -140,6 +140,11 @@ func (f *fakeEngine) CancelCall(ctx context.Context, id string) (*toolgate.Call,
 	return nil, toolgate.Errorf(toolgate.ECallClosed, "ended")
 }
 
+// GetCall is not used by these tests: the fake keeps no calls.
+func (f *fakeEngine) GetCall(ctx context.Context, id string) (*toolgate.Call, error) {
+	return nil, toolgate.Errorf(toolgate.ENotFound, "no call %s", id)
+}
+
 // tool is a ToolInfo that can be called now.
 func tool(name string) toolgate.ToolInfo {
 	return toolgate.ToolInfo{ToolSpec: toolgate.ToolSpec{Name: name, Parameters: json.RawMessage(`{"type":"object"}`)}, Online: true}

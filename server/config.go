@@ -64,7 +64,10 @@ type Config struct {
 	// MinHeartbeat is the least ping interval a stream may ask with
 	// heartbeat_ms (a client behind a proxy that cuts idle connections);
 	// above Heartbeat, Heartbeat is the least too.
-	MinHeartbeat    time.Duration
+	MinHeartbeat time.Duration
+	// MCPTaskMaxTTL bounds how long an MCP task is kept (its ttl), whatever
+	// the host asks for; a host that asks for none gets it.
+	MCPTaskMaxTTL   time.Duration
 	PollWait        time.Duration // default hold of a long-poll
 	MaxPollWait     time.Duration // cap on a client's wait_ms
 	DefaultTimeout  time.Duration // per-call timeout when neither tool nor call sets one

@@ -66,6 +66,7 @@ func Options() options.Table[Config] {
 			dur("default-timeout", "30s", "1ms", "168h", "call timeout when neither tool nor call sets one", func(c *Config) any { return &c.DefaultTimeout }),
 			dur("min-timeout", "100ms", "1ms", "168h", "smallest timeout a tool or call may ask for", func(c *Config) any { return &c.MinTimeout }),
 			dur("max-timeout", "15m", "1ms", "168h", "largest call timeout, and the longest a call may live with progress reports", func(c *Config) any { return &c.MaxTimeout }),
+			dur("mcp-task-max-ttl", "24h", "1s", "720h", "longest an MCP task (a tools/call made with params.task on /mcp) is kept, whatever ttl the host asks for; a host that asks for none gets this", func(c *Config) any { return &c.MCPTaskMaxTTL }),
 			dur("approval-timeout", "15m", "1ms", "168h", "how long a call may await approval before it ends timed_out", func(c *Config) any { return &c.ApprovalTimeout }),
 			limit("max-open-calls-per-session", "1000", "calls", "calls not yet final one session may be the target of", func(c *Config) any { return &c.MaxOpenCallsPerSession }),
 			{Name: "max-tools-per-session", Default: "256", Unit: "tools", Min: "1", Max: "100000", Legacy: options.LegacyZeroDefault,

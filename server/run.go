@@ -97,6 +97,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Heartbeat:      cfg.Heartbeat,
+		Tasks:          st.MCPTasks(),
+		MaxTaskTTL:     cfg.MCPTaskMaxTTL,
 	})
 	mountAgent := handlers.MountAgent(agent, cfg.runStartLimit())
 	s.api = handlers.New(handlers.Options{
