@@ -50,6 +50,11 @@ var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 type Config struct {
 	Name   string
 	Target string
+	// Env names the variables of the gateway's environment a command is
+	// started with besides BaseEnv (--mcp-server-env NAME=VAR1,VAR2);
+	// the gateway's own (TOOLGATE_*) are refused. Nothing else of the
+	// gateway's environment reaches the command.
+	Env []string
 }
 
 // ParseConfig reads "NAME=TARGET" (spaces around either are trimmed) and
@@ -81,6 +86,14 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsRune(c.Target, '\n') || strings.ContainsRune(c.Target, 0) {
 		return fmt.Errorf("MCP server %s: the target must be one line", c.Name)
+	}
+	if len(c.Env) > 0 {
+		if c.IsHTTP() {
+			return fmt.Errorf("MCP server %s: variables are named for it, but it is reached over HTTP, not started as a command", c.Name)
+		}
+		if err := (EnvGrant{Server: c.Name, Vars: c.Env}).validate(); err != nil {
+			return err
+		}
 	}
 	if c.IsHTTP() {
 		u, err := url.Parse(c.Target)

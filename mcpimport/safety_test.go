@@ -1,0 +1,205 @@
+//go:build unix
+
+package mcpimport_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/internal/testlog"
+	"github.com/toolgate/toolgate/internal/testwait"
+	"github.com/toolgate/toolgate/mcpimport"
+)
+
+// oldServerEnv, set to ignore, exit or refuse, makes the test binary a
+// stdio server of an SDK older than server/discover (init, before
+// TestMain): it ignores that request, exits on it, or answers it with
+// "method not found"; the first other request (initialize) and the rest
+// go to the Go SDK's server. Each start and each request's method is a
+// line of the file oldServerLogEnv names.
+const (
+	oldServerEnv    = "MCPIMPORT_TEST_OLD_SERVER"
+	oldServerLogEnv = "MCPIMPORT_TEST_OLD_SERVER_LOG"
+)
+
+func init() {
+	if mode := os.Getenv(oldServerEnv); mode != "" {
+		os.Exit(runOldServer(mode, os.Getenv(oldServerLogEnv)))
+	}
+}
+
+func runOldServer(mode, logPath string) int {
+	note := func(line string) {
+		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+	}
+	note("start")
+	in := bufio.NewReader(os.Stdin)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return 0
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(line, &req)
+		note(req.Method)
+		if req.Method != "server/discover" {
+			srv := newTestMCPServer(nil, newServerEvents())
+			rest := io.NopCloser(io.MultiReader(bytes.NewReader(line), in))
+			if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: rest, Writer: os.Stdout}); err != nil {
+				fmt.Fprintln(os.Stderr, "old test server:", err)
+			}
+			return 0
+		}
+		switch mode {
+		case "exit":
+			return 0
+		case "refuse":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`+"\n", req.ID)
+		}
+	}
+}
+
+// startOldServer imports the test binary as an old server of mode, and
+// returns it with the file of the methods it was sent.
+func startOldServer(t *testing.T, mode string, log *testlog.LockedBuffer) (*mcpimport.Server, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := filepath.Join(t.TempDir(), "methods")
+	target := oldServerEnv + "=" + mode + " " + oldServerLogEnv + "=" + shellQuote(methods) + " exec " + shellQuote(exe) + " -test.run=^$"
+	opts := fastOptions(log.Logger(slog.LevelDebug))
+	opts.DiscoverTimeout = time.Second
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(log.String())
+		}
+	})
+	return startImport(t, mcpimport.Config{Name: "old", Target: target}, opts), methods
+}
+
+// methodsSent is what the old server's processes were sent, a start
+// being "start".
+func methodsSent(t *testing.T, file string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(raw))
+}
+
+// TestStdioServerIgnoringDiscover: a server that never answers
+// server/discover comes online: the probe is answered with an error after
+// DiscoverTimeout and the handshake goes on with initialize on the same
+// process; once started again, it is sent initialize alone.
+func TestStdioServerIgnoringDiscover(t *testing.T) {
+	var log testlog.LockedBuffer
+	s, methods := startOldServer(t, "ignore", &log)
+	wantOutput(t, s, "old__echo", `{"text":"hi"}`, `"echo: hi"`)
+	if got := methodsSent(t, methods); !slices.Equal(got[:3], []string{"start", "server/discover", "initialize"}) {
+		t.Fatalf("methods sent %v, want start, server/discover, initialize, ...", got)
+	}
+	if !strings.Contains(log.String(), "MCP server did not answer server/discover") {
+		t.Error("the log does not say the probe went unanswered")
+	}
+	if err := syscall.Kill(serverPID(t, s), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 5*time.Second, "old offline", func() bool { return !s.Online() })
+	testwait.Until(t, 10*time.Second, "old online again", s.Online)
+	got := methodsSent(t, methods)
+	again := got[slices.Index(got[1:], "start")+1:]
+	if len(again) < 2 || again[1] != "initialize" || slices.Contains(again, "server/discover") {
+		t.Fatalf("after a restart the server was sent %v, want initialize and no server/discover", again)
+	}
+}
+
+// TestStdioServerExitingOnDiscover: a server that exits on server/discover
+// is started again at once and spoken to with initialize alone, and comes
+// online.
+func TestStdioServerExitingOnDiscover(t *testing.T) {
+	var log testlog.LockedBuffer
+	s, methods := startOldServer(t, "exit", &log)
+	wantOutput(t, s, "old__echo", `{"text":"hi"}`, `"echo: hi"`)
+	if got := methodsSent(t, methods); !slices.Equal(got[:4], []string{"start", "server/discover", "start", "initialize"}) {
+		t.Fatalf("methods sent %v, want start, server/discover, start, initialize, ...", got)
+	}
+	if !strings.Contains(log.String(), "MCP server exited on server/discover") {
+		t.Error("the log does not say the server exited on the probe")
+	}
+	if strings.Contains(log.String(), "MCP server unreachable") {
+		t.Error("the exit on the probe was taken for a failed connection")
+	}
+}
+
+// TestStdioServerRefusingDiscover: a server that answers server/discover
+// with an error is spoken to with initialize on the same process.
+func TestStdioServerRefusingDiscover(t *testing.T) {
+	var log testlog.LockedBuffer
+	s, methods := startOldServer(t, "refuse", &log)
+	wantOutput(t, s, "old__echo", `{"text":"hi"}`, `"echo: hi"`)
+	if got := methodsSent(t, methods); !slices.Equal(got[:3], []string{"start", "server/discover", "initialize"}) {
+		t.Fatalf("methods sent %v, want start, server/discover, initialize, ...", got)
+	}
+}
+
+// TestStdioEnvironment: a command gets the variables of BaseEnv and those
+// its Config names, and nothing else of the gateway's environment: not
+// its keys (TOOLGATE_*), not a variable left unnamed.
+func TestStdioEnvironment(t *testing.T) {
+	t.Setenv("TOOLGATE_AGENT_KEY", "agent-key-of-the-gateway")
+	t.Setenv("MCPIMPORT_GRANTED", "granted value")
+	t.Setenv("MCPIMPORT_NOT_GRANTED", "kept back")
+	t.Setenv("HOME", "/home/tester")
+	envFile := filepath.Join(t.TempDir(), "env")
+	var log testlog.LockedBuffer
+	cfg := mcpimport.Config{Name: "local", Target: stdioServerCommand(t, "env > "+shellQuote(envFile)+"; "), Env: []string{"MCPIMPORT_GRANTED"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := startImport(t, cfg, fastOptions(log.Logger(slog.LevelDebug)))
+	wantOutput(t, s, "local__echo", `{"text":"hi"}`, `"echo: hi"`)
+	raw, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(raw)
+	for _, want := range []string{"MCPIMPORT_GRANTED=granted value\n", "HOME=/home/tester\n", "PATH=" + os.Getenv("PATH") + "\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the command's environment lacks %q:\n%s", want, env)
+		}
+	}
+	for _, unwanted := range []string{"TOOLGATE_", "agent-key-of-the-gateway", "MCPIMPORT_NOT_GRANTED", "kept back"} {
+		if strings.Contains(env, unwanted) {
+			t.Errorf("the command's environment has %q:\n%s", unwanted, env)
+		}
+	}
+
+	refused := mcpimport.Config{Name: "local", Target: "x", Env: []string{"TOOLGATE_AGENT_KEY"}}
+	if err := refused.Validate(); err == nil || !strings.Contains(err.Error(), "never passed") {
+		t.Errorf("a Config naming TOOLGATE_AGENT_KEY: %v", err)
+	}
+}
