@@ -52,6 +52,9 @@ func runOldServer(mode, logPath string) int {
 	}
 	note("start")
 	in := bufio.NewReader(os.Stdin)
+	if mode == "untyped-schemas" {
+		return runUntypedSchemaServer(in)
+	}
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
@@ -201,5 +204,57 @@ func TestStdioEnvironment(t *testing.T) {
 	refused := mcpimport.Config{Name: "local", Target: "x", Env: []string{"TOOLGATE_AGENT_KEY"}}
 	if err := refused.Validate(); err == nil || !strings.Contains(err.Error(), "never passed") {
 		t.Errorf("a Config naming TOOLGATE_AGENT_KEY: %v", err)
+	}
+}
+
+// runUntypedSchemaServer answers initialize and tools/list by hand, its
+// tools' input schemas without a type, as some servers send them.
+func runUntypedSchemaServer(in *bufio.Reader) int {
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return 0
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(line, &req)
+		if req.ID == nil {
+			continue // a notification
+		}
+		var result string
+		switch req.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"untyped","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[
+				{"name":"only_schema","description":"Only $schema.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#"}},
+				{"name":"untyped_properties","description":"Properties, no type.","inputSchema":{"properties":{"path":{"type":"string"}},"required":["path"]}},
+				{"name":"a_string","description":"Not an object.","inputSchema":{"type":"string"}}]}`
+		case "ping":
+			result = `{}`
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`+"\n", req.ID)
+			continue
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", req.ID, strings.Join(strings.Fields(result), " "))
+	}
+}
+
+// TestUntypedInputSchemas: tools whose input schema has no type but
+// nothing against an object (only $schema; properties without a type)
+// are imported as objects; one of another type is still left out.
+func TestUntypedInputSchemas(t *testing.T) {
+	var log testlog.LockedBuffer
+	s, _ := startOldServer(t, "untyped-schemas", &log)
+	if got, want := toolNames(s), []string{"old__only_schema", "old__untyped_properties"}; !slices.Equal(got, want) {
+		t.Fatalf("tools %v, want %v", got, want)
+	}
+	if got := string(toolNamed(t, s, "old__untyped_properties").Parameters()); got != `{"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}` {
+		t.Errorf("parameters %s", got)
+	}
+	if !strings.Contains(log.String(), `msg="MCP tool left out" mcp_server=old tool=a_string`) {
+		t.Error("the string-typed tool is not said to be left out")
 	}
 }

@@ -107,7 +107,7 @@ func (s *Server) convertTool(mt *mcp.Tool) (*tool, error) {
 			return nil, fmt.Errorf("its input schema: %v", err)
 		}
 		if !bytes.Equal(raw, []byte("null")) {
-			params = raw
+			params = withObjectType(raw)
 		}
 	}
 	t := &tool{srv: s, name: name, remote: mt.Name, description: description, parameters: params}
