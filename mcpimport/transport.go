@@ -102,6 +102,7 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		if exitedOnProbe {
 			return s.connect(ctx) // once: legacyStdio is set now
 		}
+		conn.stderr.startFailed()
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	conn.session = cs
