@@ -52,8 +52,16 @@ func runOldServer(mode, logPath string) int {
 	}
 	note("start")
 	in := bufio.NewReader(os.Stdin)
-	if mode == "untyped-schemas" {
+	switch mode {
+	case "untyped-schemas":
 		return runUntypedSchemaServer(in)
+	case "modern":
+		srv := newTestMCPServer(nil, newServerEvents())
+		addAskTool(srv)
+		if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: io.NopCloser(in), Writer: os.Stdout}); err != nil {
+			fmt.Fprintln(os.Stderr, "modern test server:", err)
+		}
+		return 0
 	}
 	for {
 		line, err := in.ReadBytes('\n')
@@ -68,6 +76,7 @@ func runOldServer(mode, logPath string) int {
 		note(req.Method)
 		if req.Method != "server/discover" {
 			srv := newTestMCPServer(nil, newServerEvents())
+			addAskTool(srv)
 			rest := io.NopCloser(io.MultiReader(bytes.NewReader(line), in))
 			if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: rest, Writer: os.Stdout}); err != nil {
 				fmt.Fprintln(os.Stderr, "old test server:", err)
@@ -256,5 +265,99 @@ func TestUntypedInputSchemas(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), `msg="MCP tool left out" mcp_server=old tool=a_string`) {
 		t.Error("the string-typed tool is not said to be left out")
+	}
+}
+
+// addAskTool gives s the tool ask, which asks the client for its roots,
+// a sampling and an elicitation, and answers with what the client
+// declared at initialize and what each request got.
+func addAskTool(s *mcp.Server) {
+	// ask_input asks in the 2026-07-28 way: a result of input requests
+	// (an elicitation), the call to be made again with the answers.
+	s.AddTool(&mcp.Tool{Name: "ask_input", Description: "Asks for an elicitation with an input request.", InputSchema: objectSchema()},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if len(req.Params.InputResponses) > 0 {
+				raw, _ := json.Marshal(req.Params.InputResponses)
+				return text("answered: " + string(raw)), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"go-on": &mcp.ElicitParams{Message: "Go on?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask", Description: "Asks the client for roots, sampling and elicitation.", InputSchema: objectSchema()},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			declared := "nothing (no initialize)"
+			if p := req.Session.InitializeParams(); p != nil {
+				raw, _ := json.Marshal(p.Capabilities)
+				declared = string(raw)
+			}
+			outcome := func(what string, err error) string {
+				if err != nil {
+					return what + ": " + err.Error()
+				}
+				return what + ": answered"
+			}
+			roots, rootsErr := req.Session.ListRoots(ctx, nil)
+			_, samplingErr := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+			_, elicitErr := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Go on?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
+			rootsOutcome := outcome("roots", rootsErr)
+			if rootsErr == nil {
+				rootsOutcome = fmt.Sprintf("roots: %d", len(roots.Roots))
+			}
+			return text(strings.Join([]string{"declared: " + declared, rootsOutcome,
+				outcome("sampling", samplingErr), outcome("elicitation", elicitErr)}, "\n")), nil
+		})
+}
+
+// TestServerRequestsNotOffered: the gateway offers an imported server no
+// roots, sampling or elicitation. At 2025-11-25 its client declares only
+// an empty roots capability (the Go SDK always declares roots), without
+// listChanged; roots/list gets an empty list, and sampling and
+// elicitation are refused at once. At 2026-07-28 a server cannot send
+// such requests while serving a call, and a call answered with an input
+// request (an elicitation) fails MCP_ERROR at once.
+func TestServerRequestsNotOffered(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{
+		{"refuse", []string{`declared: {"roots":{}}`, "roots: 0",
+			`sampling: calling "sampling/createMessage": client does not support CreateMessage`,
+			"elicitation: client does not support elicitation"}},
+		{"modern", []string{`declared: {"roots":{}}`,
+			`roots: "roots/list" cannot be sent while serving a request on protocol version 2026-07-28`,
+			`sampling: "sampling/createMessage" cannot be sent while serving a request on protocol version 2026-07-28`,
+			`elicitation: "elicitation/create" cannot be sent while serving a request on protocol version 2026-07-28`}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			var log testlog.LockedBuffer
+			s, _ := startOldServer(t, tc.mode, &log)
+			out, err := call(t, s, "old__ask", `{}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("output %s: %v", out, err)
+			}
+			lines := strings.Split(got, "\n")
+			if len(lines) != len(tc.want) {
+				t.Fatalf("ask answered %q", got)
+			}
+			for i, want := range tc.want {
+				if !strings.HasPrefix(lines[i], want) {
+					t.Errorf("ask answered %q, want %q", lines[i], want)
+				}
+			}
+			if tc.mode == "modern" {
+				_, err := call(t, s, "old__ask_input", `{}`)
+				if te := wantCode(t, err, "MCP_ERROR"); !strings.Contains(te.Message, "client does not support elicitation") {
+					t.Errorf("ask_input: %v", te)
+				}
+			}
+		})
 	}
 }

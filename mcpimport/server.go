@@ -163,6 +163,10 @@ func New(cfg Config, opts Options) *Server {
 	s.messageBound = messageBoundFactor * s.opts.MaxResultBytes
 	s.httpClient, s.tooLargeMark = newBoundedClient(s.opts.HTTPClient, s.messageBound, s.log)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{
+		// No capability: the gateway offers an imported server no roots,
+		// sampling or elicitation (the SDK would declare roots, with an
+		// empty list), so a server that asks gets an error.
+		Capabilities:                &mcp.ClientCapabilities{},
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(s.relist) },
 		ProgressNotificationHandler: s.progressNotified,
 	})
