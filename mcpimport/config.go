@@ -8,9 +8,15 @@
 // the official Go SDK (github.com/modelcontextprotocol/go-sdk): a TARGET
 // that starts with http:// or https:// is spoken to over Streamable HTTP
 // (mcp.StreamableClientTransport); anything else is a command line, run
-// as /bin/sh -c TARGET in a process group of its own and spoken to over
-// its stdin and stdout (mcp.CommandTransport); its stderr goes to the
-// gateway's log, a line at a time.
+// as /bin/sh -c TARGET in a process group of its own, with a minimal
+// environment (BaseEnv and the variables Config.Env names, never the
+// gateway's TOOLGATE_*), and spoken to over its stdin and stdout
+// (mcp.CommandTransport); its stderr goes to the gateway's log, a line at
+// a time, at debug level until the server is online. A command that
+// ignores the server/discover probe or exits on it is spoken to with
+// initialize (discover.go). The client declares no capability: an
+// imported server is offered no roots (an empty list), sampling or
+// elicitation.
 //
 // The connection loop connects, lists the server's tools (every page, at
 // most Options.MaxTools), lists them again when the server says they

@@ -274,14 +274,23 @@ func TestUntypedInputSchemas(t *testing.T) {
 func addAskTool(s *mcp.Server) {
 	// ask_input asks in the 2026-07-28 way: a result of input requests
 	// (an elicitation), the call to be made again with the answers.
-	s.AddTool(&mcp.Tool{Name: "ask_input", Description: "Asks for an elicitation with an input request.", InputSchema: objectSchema()},
+	s.AddTool(&mcp.Tool{Name: "ask_input", Description: "Asks for roots, a sampling or an elicitation with an input request.", InputSchema: objectSchema("what")},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if len(req.Params.InputResponses) > 0 {
 				raw, _ := json.Marshal(req.Params.InputResponses)
 				return text("answered: " + string(raw)), nil
 			}
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"go-on": &mcp.ElicitParams{Message: "Go on?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}}}, nil
+			var args struct{ What string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			var ir mcp.InputRequest = &mcp.ElicitParams{Message: "Go on?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}
+			switch args.What {
+			case "roots":
+				ir = &mcp.ListRootsParams{}
+			case "sampling":
+				ir = &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"ask": ir}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "ask", Description: "Asks the client for roots, sampling and elicitation.", InputSchema: objectSchema()},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -353,10 +362,15 @@ func TestServerRequestsNotOffered(t *testing.T) {
 				}
 			}
 			if tc.mode == "modern" {
-				_, err := call(t, s, "old__ask_input", `{}`)
+				_, err := call(t, s, "old__ask_input", `{"what":"elicitation"}`)
 				if te := wantCode(t, err, "MCP_ERROR"); !strings.Contains(te.Message, "client does not support elicitation") {
-					t.Errorf("ask_input: %v", te)
+					t.Errorf("ask_input elicitation: %v", te)
 				}
+				_, err = call(t, s, "old__ask_input", `{"what":"sampling"}`)
+				if te := wantCode(t, err, "MCP_ERROR"); !strings.Contains(te.Message, "does not support") {
+					t.Errorf("ask_input sampling: %v", te)
+				}
+				wantOutput(t, s, "old__ask_input", `{"what":"roots"}`, `"answered: {\"ask\":{\"roots\":[]}}"`)
 			}
 		})
 	}
