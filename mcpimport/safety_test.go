@@ -1,5 +1,7 @@
 //go:build unix
 
+//lint:file-ignore SA1019 a test server asks for roots and sampling, deprecated at 2026-07-28, to show what a server that still asks gets
+
 package mcpimport_test
 
 import (

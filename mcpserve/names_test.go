@@ -115,6 +115,11 @@ func TestNamesFitHosts(t *testing.T) {
 			t.Errorf("listed name %q (%d characters) is not [A-Za-z0-9_-]{1,64}", name, len(name))
 		}
 	}
+	// docs/PROTOCOL.md's example: 41 characters of the name, 8 hex digits
+	// of its SHA-256, the session's 12.
+	if !slices.Contains(got, strings.Repeat("a", 41)+"_7359adfa__6c7d8e9f0a1b") {
+		t.Errorf("the 64-character name of PROTOCOL's example is not listed as it says: %v", got)
+	}
 	if !slices.Contains(got, "echo__6c7d8e9f0a1b") {
 		t.Errorf("a short name is not kept as it was: %v", got)
 	}
