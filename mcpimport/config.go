@@ -31,11 +31,12 @@
 //
 // A tool of the server named "search" is the gateway's NAME__search.
 // Characters outside [A-Za-z0-9_-] (an MCP name may hold '.') become '_';
-// a tool whose full name would be longer than 64 characters, or would be
-// the same as another's after that mapping, is skipped with a warning in
-// the log, as is a tool whose description or input schema the gateway
-// refuses (toolgate.CheckToolSpec). The server is called with the tool's
-// own name.
+// a full name longer than 64 characters is cut and followed by '_' and 8
+// hex digits of the SHA-256 of the tool's own name (importedToolName). A
+// tool whose name would then be the same as another's is skipped with a
+// warning in the log, as is a tool whose description or input schema the
+// gateway refuses (toolgate.CheckToolSpec). The server is called with the
+// tool's own name.
 package mcpimport
 
 import (

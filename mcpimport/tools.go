@@ -86,10 +86,7 @@ func (s *Server) convertTool(mt *mcp.Tool) (*tool, error) {
 	if mt.Name == "" {
 		return nil, fmt.Errorf("it has no name")
 	}
-	name := s.Prefix() + gatewayToolName(mt.Name)
-	if len(name) > maxToolName {
-		return nil, fmt.Errorf("%s is longer than %d characters", name, maxToolName)
-	}
+	name := importedToolName(s.Prefix(), mt.Name)
 	description := strings.TrimSpace(mt.Description)
 	if description == "" {
 		description = strings.TrimSpace(mt.Title)
