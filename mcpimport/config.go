@@ -8,9 +8,15 @@
 // the official Go SDK (github.com/modelcontextprotocol/go-sdk): a TARGET
 // that starts with http:// or https:// is spoken to over Streamable HTTP
 // (mcp.StreamableClientTransport); anything else is a command line, run
-// as /bin/sh -c TARGET in a process group of its own and spoken to over
-// its stdin and stdout (mcp.CommandTransport); its stderr goes to the
-// gateway's log, a line at a time.
+// as /bin/sh -c TARGET in a process group of its own, with a minimal
+// environment (BaseEnv and the variables Config.Env names, never the
+// gateway's TOOLGATE_*), and spoken to over its stdin and stdout
+// (mcp.CommandTransport); its stderr goes to the gateway's log, a line at
+// a time, at debug level until the server is online. A command that
+// ignores the server/discover probe or exits on it is spoken to with
+// initialize (discover.go). The client declares no capability: an
+// imported server is offered no roots (an empty list), sampling or
+// elicitation.
 //
 // The connection loop connects, lists the server's tools (every page, at
 // most Options.MaxTools), lists them again when the server says they
@@ -25,11 +31,12 @@
 //
 // A tool of the server named "search" is the gateway's NAME__search.
 // Characters outside [A-Za-z0-9_-] (an MCP name may hold '.') become '_';
-// a tool whose full name would be longer than 64 characters, or would be
-// the same as another's after that mapping, is skipped with a warning in
-// the log, as is a tool whose description or input schema the gateway
-// refuses (toolgate.CheckToolSpec). The server is called with the tool's
-// own name.
+// a full name longer than 64 characters is cut and followed by '_' and 8
+// hex digits of the SHA-256 of the tool's own name (importedToolName). A
+// tool whose name would then be the same as another's is skipped with a
+// warning in the log, as is a tool whose description or input schema the
+// gateway refuses (toolgate.CheckToolSpec). The server is called with the
+// tool's own name.
 package mcpimport
 
 import (
@@ -50,6 +57,11 @@ var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 type Config struct {
 	Name   string
 	Target string
+	// Env names the variables of the gateway's environment a command is
+	// started with besides BaseEnv (--mcp-server-env NAME=VAR1,VAR2);
+	// the gateway's own (TOOLGATE_*) are refused. Nothing else of the
+	// gateway's environment reaches the command.
+	Env []string
 }
 
 // ParseConfig reads "NAME=TARGET" (spaces around either are trimmed) and
@@ -81,6 +93,14 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsRune(c.Target, '\n') || strings.ContainsRune(c.Target, 0) {
 		return fmt.Errorf("MCP server %s: the target must be one line", c.Name)
+	}
+	if len(c.Env) > 0 {
+		if c.IsHTTP() {
+			return fmt.Errorf("MCP server %s: variables are named for it, but it is reached over HTTP, not started as a command", c.Name)
+		}
+		if err := (EnvGrant{Server: c.Name, Vars: c.Env}).validate(); err != nil {
+			return err
+		}
 	}
 	if c.IsHTTP() {
 		u, err := url.Parse(c.Target)

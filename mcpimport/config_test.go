@@ -1,6 +1,7 @@
 package mcpimport_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestParseConfig(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != tc.want || got.IsHTTP() != tc.http {
+		if err != nil || !reflect.DeepEqual(got, tc.want) || got.IsHTTP() != tc.http {
 			t.Errorf("ParseConfig(%q) = %+v (http %v), %v; want %+v (http %v)", tc.entry, got, got.IsHTTP(), err, tc.want, tc.http)
 		}
 	}

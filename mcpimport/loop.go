@@ -46,10 +46,18 @@ func (s *Server) serveConnection(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer conn.close()
+	up := false
+	defer func() {
+		conn.close()
+		if !up {
+			conn.stderr.startFailed()
+		}
+	}()
 	if err := s.refresh(ctx, conn.session); err != nil {
 		return 0, err
 	}
+	up = true
+	conn.stderr.cameOnline()
 	online := time.Now()
 	ended := make(chan error, 1)
 	go func() { ended <- conn.session.Wait() }() // returns once conn.close has run at the latest

@@ -34,6 +34,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// RequestTimeout (20s) bounds each listing of the tools.
 	RequestTimeout time.Duration
+	// DiscoverTimeout (5s) is how long a command has to answer the
+	// server/discover probe the session opens with before it is taken
+	// for a server of the 2025-11-25 revision and spoken to with
+	// initialize (see discover.go).
+	DiscoverTimeout time.Duration
 	// StopGrace (2s) is how long a command has to exit once its stdin is
 	// closed, and again after SIGTERM, before it is killed.
 	StopGrace time.Duration
@@ -75,6 +80,7 @@ func (o Options) withDefaults() Options {
 	setDur(&o.ConnectTimeout, 60*time.Second)
 	setDur(&o.RequestTimeout, 20*time.Second)
 	setDur(&o.StopGrace, 2*time.Second)
+	setDur(&o.DiscoverTimeout, 5*time.Second)
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = o.MinBackoff
 	}
@@ -102,6 +108,11 @@ type Server struct {
 	progress progressRoutes // the calls in flight, by progress token
 
 	stderrLimit *rate.Limiter // of a command's stderr lines in the log
+
+	// legacyStdio: the command did not answer server/discover once (it
+	// ignored it, or exited on it); its next connections skip the probe.
+	// Only the connection loop touches it.
+	legacyStdio bool
 
 	// leftOut are the tools of the last listing the gateway could not
 	// take, with why; only the connection loop touches it.
@@ -152,6 +163,10 @@ func New(cfg Config, opts Options) *Server {
 	s.messageBound = messageBoundFactor * s.opts.MaxResultBytes
 	s.httpClient, s.tooLargeMark = newBoundedClient(s.opts.HTTPClient, s.messageBound, s.log)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "toolgate", Version: "1"}, &mcp.ClientOptions{
+		// No capability: the gateway offers an imported server no roots,
+		// sampling or elicitation (the SDK would declare roots, with an
+		// empty list), so a server that asks gets an error.
+		Capabilities:                &mcp.ClientCapabilities{},
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(s.relist) },
 		ProgressNotificationHandler: s.progressNotified,
 	})

@@ -32,7 +32,9 @@ func newStderrLimit() *rate.Limiter {
 }
 
 // stderrLogger writes a command's stderr to the gateway's log, one log
-// entry per line, within limit. Write never blocks on the log's account:
+// entry per line, within limit: at debug level until the server is
+// online (what servers print as they start is noise), at info level
+// after. Write never blocks on the log's account:
 // the pipe is always drained.
 type stderrLogger struct {
 	log    *slog.Logger
@@ -43,7 +45,16 @@ type stderrLogger struct {
 	line      []byte
 	truncated bool // the current line was cut; drop until its newline
 	dropped   int  // lines dropped since the last summary
+	// online: the server came online; until then its lines are start
+	// noise, logged at debug level, the last maxStartLines of them kept
+	// in start for the warning of a start that failed (startFailed).
+	online bool
+	start  []string
 }
+
+// maxStartLines is how many of a command's last stderr lines before it
+// came online are kept to be shown at warning level if it never does.
+const maxStartLines = 10
 
 func newStderrLogger(log *slog.Logger, limit *rate.Limiter) *stderrLogger {
 	return &stderrLogger{log: log, limit: limit}
@@ -125,5 +136,38 @@ func (w *stderrLogger) emitLocked(cut bool) {
 	if w.redact != nil {
 		line = w.redact(line)
 	}
-	w.log.Info("MCP server stderr", "line", line)
+	if w.online {
+		w.log.Info("MCP server stderr", "line", line)
+		return
+	}
+	w.log.Debug("MCP server stderr", "line", line)
+	if len(w.start) == maxStartLines {
+		w.start = append(w.start[:0], w.start[1:]...)
+	}
+	w.start = append(w.start, line)
+}
+
+// cameOnline marks the end of the start: the lines from now on are
+// logged at info level.
+func (w *stderrLogger) cameOnline() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.online, w.start = true, nil
+}
+
+// startFailed logs, at warning level, the last lines the command wrote
+// before it failed to come online (they were logged at debug level).
+func (w *stderrLogger) startFailed() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.online && len(w.start) > 0 {
+		w.log.Warn("MCP server stderr before it failed to start", "lines", w.start)
+		w.start = nil
+	}
 }

@@ -127,8 +127,8 @@ func newTestMCPServer(opts *mcp.ServerOptions, ev *serverEvents) *mcp.Server {
 			}
 			return text(strings.Repeat("A", n)), nil
 		})
-	// Tools the gateway leaves out: a name too long for NAME__tool, and a
-	// schema nested past the gateway's depth limit.
+	// A name too long for NAME__tool (the gateway cuts it), and a schema
+	// nested past the gateway's depth limit (left out).
 	s.AddTool(&mcp.Tool{Name: strings.Repeat("x", 60), Description: "Too long a name.", InputSchema: objectSchema()},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("x"), nil })
 	deep := map[string]any{"type": "object"}

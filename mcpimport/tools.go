@@ -99,10 +99,7 @@ func (s *Server) convertTool(mt *mcp.Tool, warned map[string]string) (*tool, err
 	if mt.Name == "" {
 		return nil, fmt.Errorf("it has no name")
 	}
-	name := s.Prefix() + gatewayToolName(mt.Name)
-	if len(name) > maxToolName {
-		return nil, fmt.Errorf("%s is longer than %d characters", name, maxToolName)
-	}
+	name := importedToolName(s.Prefix(), mt.Name)
 	description := strings.TrimSpace(mt.Description)
 	if description == "" {
 		description = strings.TrimSpace(mt.Title)
@@ -120,7 +117,7 @@ func (s *Server) convertTool(mt *mcp.Tool, warned map[string]string) (*tool, err
 			return nil, fmt.Errorf("its input schema: %v", err)
 		}
 		if !bytes.Equal(raw, []byte("null")) {
-			params = raw
+			params = withObjectType(raw)
 		}
 	}
 	t := &tool{srv: s, name: name, remote: mt.Name, description: description, parameters: params}

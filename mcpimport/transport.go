@@ -3,6 +3,7 @@ package mcpimport
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync/atomic"
 	"time"
@@ -28,11 +29,19 @@ type trackedTransport struct {
 	cmd  *exec.Cmd
 	conn mcp.Connection
 	pid  atomic.Int64 // the command's, once started
+	// probeBound, when positive, is how long the server/discover probe
+	// waits for its answer (probeConn); probe is the connection's then.
+	probeBound time.Duration
+	probe      *probeConn
 }
 
 // Connect implements mcp.Transport.
 func (t *trackedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
+	if err == nil && t.probeBound > 0 {
+		t.probe = newProbeConn(c, t.probeBound)
+		c = t.probe
+	}
 	t.conn = c
 	if t.cmd.Process != nil {
 		t.pid.Store(int64(t.cmd.Process.Pid))
@@ -48,6 +57,7 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 	defer cancel()
 	conn := &connection{}
 	var transport mcp.Transport
+	var sessOpts *mcp.ClientSessionOptions
 	if s.cfg.IsHTTP() {
 		// The client's transport bounds each message at messageBound; the
 		// SDK's own bound on an event is a backstop it never reaches.
@@ -56,6 +66,7 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		conn.stderr = newStderrLogger(s.log, s.stderrLimit)
 		conn.stderr.redact = s.redactText
 		conn.cmd = shellCommand(s.cfg.Target)
+		conn.cmd.Env = commandEnv(s.cfg.Env, os.LookupEnv)
 		conn.cmd.Stderr = conn.stderr
 		// Wait gives up on the stderr pipe this long after the process
 		// exited (a grandchild may hold it open).
@@ -64,6 +75,11 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		// The transport's own SIGTERM (to the shell alone) comes no
 		// earlier than close's SIGKILL, which the whole process group gets.
 		conn.stdio = &trackedTransport{Transport: &mcp.CommandTransport{Command: conn.cmd, TerminateDuration: 2 * s.opts.StopGrace}, cmd: conn.cmd}
+		if s.legacyStdio {
+			sessOpts = &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocolVersion}
+		} else {
+			conn.stdio.probeBound = s.opts.DiscoverTimeout
+		}
 		transport = conn.stdio
 		// A command that has not answered in time, or that the gateway
 		// stops waiting for, is killed at once, not given the grace of
@@ -71,17 +87,22 @@ func (s *Server) connect(ctx context.Context) (*connection, error) {
 		giveUp := context.AfterFunc(cctx, func() { killProcessGroup(int(conn.stdio.pid.Load())) })
 		defer giveUp()
 	}
-	cs, err := s.client.Connect(cctx, transport, nil)
+	cs, err := s.client.Connect(cctx, transport, sessOpts)
 	if err == nil && conn.stdio != nil && cctx.Err() != nil {
 		cs.Close() // connected just as the time ran out: the kill may have come
 		err = cctx.Err()
 	}
+	exitedOnProbe := s.noteProbe(conn.stdio)
 	if err != nil {
 		killProcessGroup(conn.pid()) // no grace for a server that failed its handshake
 		conn.endProcess()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if exitedOnProbe {
+			return s.connect(ctx) // once: legacyStdio is set now
+		}
+		conn.stderr.startFailed()
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	conn.session = cs
@@ -125,4 +146,23 @@ func (c *connection) pid() int {
 		return 0
 	}
 	return c.cmd.Process.Pid
+}
+
+// noteProbe keeps, for the next connections, that the command did not
+// answer its server/discover probe (legacyStdio), and reports whether it
+// exited on it.
+func (s *Server) noteProbe(t *trackedTransport) (exited bool) {
+	if t == nil || t.probe == nil {
+		return false
+	}
+	switch t.probe.Verdict() {
+	case probeIgnored:
+		s.legacyStdio = true
+		s.log.Info("MCP server did not answer server/discover; spoken to with initialize from now on", "waited", s.opts.DiscoverTimeout, "protocol_version", legacyProtocolVersion)
+	case probeExited:
+		s.legacyStdio = true
+		s.log.Info("MCP server exited on server/discover; started again and spoken to with initialize from now on", "protocol_version", legacyProtocolVersion)
+		return true
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -80,5 +81,49 @@ func TestToolDefinition(t *testing.T) {
 	}
 	if got.Meta["io.toolgate/tool"] != "look" {
 		t.Errorf("_meta %v", got.Meta)
+	}
+}
+
+// Every name on /mcp is at most 64 characters of [A-Za-z0-9_-], for a
+// 64-character client tool name too; two such names alike in their first
+// 41 characters stay apart; a gateway name with characters outside the
+// set (or too long) is mapped; and the names are a function of the
+// session and the tool alone: listed the other way round, on another
+// endpoint (a restart), they are the same.
+func TestNamesFitHosts(t *testing.T) {
+	long1 := strings.Repeat("a", 63) + "1"
+	long2 := strings.Repeat("a", 63) + "2"
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	listing := func(first, second func(*fakeEngine)) []string {
+		f := newFakeEngine()
+		first(f)
+		second(f)
+		_, url := serve(t, f, mcpserve.Options{})
+		cs := connect(t, url+"/mcp", "2025-11-25")
+		var got []string
+		testwait.Until(t, 10*time.Second, "every tool listed", func() bool {
+			got = names(t, cs)
+			return len(got) == 5
+		})
+		return got
+	}
+	sessionTools := func(f *fakeEngine) { f.setSession(sessionA, tool(long1), tool(long2), tool("echo")) }
+	gatewayTools := func(f *fakeEngine) { f.setGateway(tool("files.read"), tool("ünï-"+strings.Repeat("x", 70))) }
+	got := listing(sessionTools, gatewayTools)
+	for _, name := range got {
+		if !valid.MatchString(name) {
+			t.Errorf("listed name %q (%d characters) is not [A-Za-z0-9_-]{1,64}", name, len(name))
+		}
+	}
+	// docs/PROTOCOL.md's example: 41 characters of the name, 8 hex digits
+	// of its SHA-256, the session's 12.
+	if !slices.Contains(got, strings.Repeat("a", 41)+"_7359adfa__6c7d8e9f0a1b") {
+		t.Errorf("the 64-character name of PROTOCOL's example is not listed as it says: %v", got)
+	}
+	if !slices.Contains(got, "echo__6c7d8e9f0a1b") {
+		t.Errorf("a short name is not kept as it was: %v", got)
+	}
+	if again := listing(gatewayTools, sessionTools); !slices.Equal(again, got) {
+		t.Errorf("listed in the other order: %v, first %v", again, got)
 	}
 }

@@ -98,7 +98,7 @@ func (e *Endpoint) refreshGatewayTools() {
 			continue
 		}
 		key := toolKey{"", t.Name}
-		name := e.names.assign(key, t.Name)
+		name := e.names.assign(key, gatewayToolName(t.Name))
 		if name == "" {
 			e.log.Warn("MCP: a gateway tool is not listed on /mcp: a session's tool holds its name", "tool", t.Name)
 			continue

@@ -185,6 +185,11 @@ type Config struct {
 	// the agent loop. Names must be valid (mcpimport.NamePattern) and
 	// distinct.
 	MCPServers []mcpimport.Config
+	// MCPServerEnv names, per imported server started as a command, the
+	// variables of the gateway's environment it gets besides
+	// mcpimport.BaseEnv (--mcp-server-env NAME=VAR1,VAR2); each must name
+	// a server of MCPServers, once.
+	MCPServerEnv []mcpimport.EnvGrant
 	// MCPOptions tune the imported servers' connections (backoff, how
 	// often their tools are listed again, limits); zero fields take
 	// mcpimport's defaults, and Log is the gateway's.
@@ -313,6 +318,16 @@ func (c Config) withAbuseLimitDefaults(d Config) Config {
 	return c
 }
 
+// mcpServers are MCPServers with the variables MCPServerEnv names for
+// each; Validate has checked them.
+func (c Config) mcpServers() []mcpimport.Config {
+	servers, err := mcpimport.WithEnv(c.MCPServers, c.MCPServerEnv)
+	if err != nil {
+		return c.MCPServers // not reached after Validate
+	}
+	return servers
+}
+
 // runsPerAddress is MaxRunsPerAddress, or when that is 0 a quarter of
 // MaxSessionRuns (at least 1; none when that is unbounded). 0 or less: no
 // bound.
@@ -407,6 +422,8 @@ func (c Config) ValidateFrom(from map[string]string) error {
 	}
 	// Imported MCP servers.
 	if err := mcpimport.ValidateAll(c.MCPServers); err != nil {
+		errs = append(errs, err)
+	} else if _, err := mcpimport.WithEnv(c.MCPServers, c.MCPServerEnv); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -120,6 +120,8 @@ func Options() options.Table[Config] {
 		{tools, []options.Option[Config]{
 			{Name: "mcp-server", Env: "TOOLGATE_MCP_SERVERS", Key: "mcp_servers", Help: "import the tools of an MCP server as NAME=TARGET, named NAME__tool; TARGET is an http(s):// URL (Streamable HTTP) or a command line run with /bin/sh and spoken to over stdio; repeatable (the first flag replaces the variable's and the file's list); in the variable, one entry a line",
 				Field: func(c *Config) any { return (*mcpServerList)(&c.MCPServers) }},
+			{Name: "mcp-server-env", Key: "mcp_server_env", Help: "variables of the gateway's environment an --mcp-server command NAME is started with, as NAME=VAR1,VAR2 (e.g. github=GITHUB_TOKEN); a command otherwise gets only HOME, LANG, LOGNAME, PATH, SHELL, TERM, TMPDIR and USER, and never the gateway's own TOOLGATE_* variables (naming one is an error); repeatable, one entry per server; in the variable, one entry a line",
+				Field: func(c *Config) any { return (*mcpEnvList)(&c.MCPServerEnv) }},
 			{Name: "http-request-runs", Default: "agent", Values: []string{"agent", "all"}, Help: "which runs may use http_request: agent (the agent key's runs and calls) or all (runs a session's token started too)", Field: func(c *Config) any { return &c.HTTPRequestRuns }},
 			{Name: "disable-builtins", Help: "built-in tools to leave out, e.g. http_request,memory_write", Field: func(c *Config) any { return &c.DisabledBuiltins }},
 			{Name: "sandbox-dir", Help: "directory of sandboxed WebAssembly tools: NAME.wasm (WASI preview 1) with NAME.json beside it", Field: func(c *Config) any { return &c.SandboxDir }},
@@ -180,6 +182,42 @@ func (l *mcpServerList) Lines() []string {
 	var out []string
 	for _, c := range *l {
 		out = append(out, c.Name+"="+c.Target)
+	}
+	return out
+}
+
+// mcpEnvList is Config.MCPServerEnv as a list option: NAME=VAR1,VAR2 a
+// line.
+type mcpEnvList []mcpimport.EnvGrant
+
+// SetLines implements options.Lines: each line is one NAME=VAR1,VAR2,
+// checked.
+func (l *mcpEnvList) SetLines(lines []string) error {
+	var list mcpEnvList
+	var errs []error
+	for i, line := range lines {
+		g, err := mcpimport.ParseEnvGrant(line)
+		if err != nil && len(lines) > 1 {
+			err = fmt.Errorf("entry %d: %v", i+1, err)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		list = append(list, g)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	*l = list
+	return nil
+}
+
+// Lines implements options.Lines.
+func (l *mcpEnvList) Lines() []string {
+	var out []string
+	for _, g := range *l {
+		out = append(out, g.String())
 	}
 	return out
 }

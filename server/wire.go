@@ -110,7 +110,7 @@ func hostOptions(cfg Config, key *engine.AgentKey) agenthost.Options {
 		MaxSessionRuns:    cfg.MaxSessionRuns,
 		RunRate:           cfg.RunRate,
 		RunBurst:          cfg.RunBurst,
-		MCPServers:        cfg.MCPServers,
+		MCPServers:        cfg.mcpServers(),
 		MCPOptions:        cfg.MCPOptions,
 		SandboxDir:        cfg.SandboxDir,
 		SandboxCacheDir:   cfg.SandboxCacheDir,
