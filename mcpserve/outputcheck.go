@@ -76,3 +76,41 @@ func compileOutputSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	return c.Compile(loc)
 }
+
+// checkedTaskResult is a task's result as a plain tools/call of the same
+// tool gives it: past the safety step and, for a completed call of a tool
+// that declares an output schema now, checked against it (the plain path
+// checks in the tool's handler, checkedOutput; a task's result is mapped
+// later, from the stored call, perhaps on another node).
+func (e *Endpoint) checkedTaskResult(ctx context.Context, c *toolgate.Call) *mcp.CallToolResult {
+	res := e.guardedResultOf(ctx, c)
+	if res.IsError {
+		return res
+	}
+	raw := e.outputSchemaOf(ctx, c)
+	if len(raw) == 0 {
+		return res
+	}
+	schema := func() (*jsonschema.Schema, error) { return compileOutputSchema(raw) }
+	if why := outputMismatch(schema, res.StructuredContent); why != "" {
+		return errorResult(toolgate.CallError{Code: toolgate.EOutputInvalid, Message: why}, res.Meta)
+	}
+	return res
+}
+
+// outputSchemaOf returns the output schema c's tool declares now (nil for
+// none, or when the tool or its session is gone).
+func (e *Endpoint) outputSchemaOf(ctx context.Context, c *toolgate.Call) json.RawMessage {
+	var tools []toolgate.ToolInfo
+	if c.SessionID == "" {
+		tools = e.remote.GatewayTools()
+	} else if view, err := e.views.SessionView(ctx, c.SessionID); err == nil && view != nil {
+		tools = view.Tools
+	}
+	for _, t := range tools {
+		if t.Name == c.Tool {
+			return t.OutputSchema
+		}
+	}
+	return nil
+}

@@ -145,7 +145,7 @@ func (e *Endpoint) taskMethodExt(r *http.Request, req rpcRequest) (any, *jsonrpc
 	out := detailedTaskExt{taskObjectExt: extOf(taskObjectOf(task, call)), ResultType: resultTypeComplete}
 	switch out.Status {
 	case taskCompleted:
-		out.Result = e.guardedResultOf(ctx, call)
+		out.Result = e.checkedTaskResult(ctx, call)
 		if out.Result.Meta == nil {
 			out.Result.Meta = map[string]any{}
 		}

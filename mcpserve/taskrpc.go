@@ -230,7 +230,7 @@ func (e *Endpoint) taskMethod(r *http.Request, req rpcRequest) (any, *jsonrpc.Er
 			}
 			return nil, internalError(err)
 		}
-		res := e.guardedResultOf(ctx, ended)
+		res := e.checkedTaskResult(ctx, ended)
 		if res.Meta == nil {
 			res.Meta = map[string]any{}
 		}

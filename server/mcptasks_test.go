@@ -391,3 +391,43 @@ func TestMCPTaskExtension(t *testing.T) {
 		}
 	}
 }
+
+// A task's result passes the same output_schema check as a plain
+// tools/call: a client's output that does not match the tool's schema is
+// an isError result with OUTPUT_INVALID, not the output.
+func TestMCPTaskResultIsCheckedAgainstOutputSchema(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("tab")
+	g.register(s, map[string]any{
+		"name": "count", "description": "Count things",
+		"parameters":    map[string]any{"type": "object"},
+		"output_schema": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}, "required": []string{"n"}},
+	})
+	st := g.openStream(s, "")
+	defer st.Close()
+	name := "count__" + shortID(s.ID)
+
+	reply := mcpRPCModern(t, g, "/mcp", "tools/call", name, map[string]any{"name": name, "arguments": map[string]any{}})
+	var created struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(reply.Result, &created); created.TaskID == "" {
+		t.Fatalf("tools/call: %s %+v", reply.Result, reply.Error)
+	}
+	if status, body := g.answer(s, created.TaskID, map[string]any{"n": "many"}); status != 200 {
+		t.Fatalf("REST answer: %d %v", status, body)
+	}
+	var got struct {
+		Status string `json:"status"`
+		Result struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	reply = mcpRPCModern(t, g, "/mcp", "tasks/get", created.TaskID, map[string]any{"taskId": created.TaskID})
+	if json.Unmarshal(reply.Result, &got); !got.Result.IsError || len(got.Result.Content) == 0 || !strings.Contains(got.Result.Content[0].Text, "OUTPUT_INVALID") {
+		t.Fatalf("tasks/get of a task whose output breaks the tool's output_schema: %s %+v", reply.Result, reply.Error)
+	}
+}
