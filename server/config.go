@@ -280,6 +280,7 @@ func (c Config) withDefaults() Config {
 		c.MaxStreamsPerSession = d.MaxStreamsPerSession
 	}
 	setDur(&c.BodyReadTimeout, d.BodyReadTimeout)
+	setDur(&c.MCPTaskMaxTTL, d.MCPTaskMaxTTL)
 	return c
 }
 
