@@ -58,7 +58,7 @@ type BackupInfo struct {
 // rename. The database is never written to.
 func BackupSQLite(ctx context.Context, path, target string, overwrite bool) (BackupInfo, error) {
 	var info BackupInfo
-	if err := checkBackupPaths(path, target, overwrite); err != nil {
+	if err := CheckBackupPaths(path, target, overwrite); err != nil {
 		return info, err
 	}
 	src, err := openExisting(path, false)
@@ -156,9 +156,11 @@ func RestoreSQLite(ctx context.Context, from, path string, overwrite bool) error
 	return putInPlace(tmp, path, true)
 }
 
-// checkBackupPaths refuses a PostgreSQL database, a database that is not
-// there, and a target that is the database or one of its files.
-func checkBackupPaths(path, target string, overwrite bool) error {
+// CheckBackupPaths refuses what BackupSQLite refuses before it reads the
+// database: a PostgreSQL URL, a database in memory, a target that is the
+// database or one of its files, and, unless overwrite, a target that
+// exists.
+func CheckBackupPaths(path, target string, overwrite bool) error {
 	if isPostgresURL(path) {
 		return errors.New("the database is a PostgreSQL URL: back it up with PostgreSQL's own tools (pg_dump, or base backups with WAL archiving)")
 	}
@@ -171,7 +173,8 @@ func checkBackupPaths(path, target string, overwrite bool) error {
 	if strings.ContainsAny(path, "?#") || strings.ContainsAny(target, "?#") {
 		return errors.New("a path with '?' or '#' is not supported")
 	}
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+	// .agent-key is the gateway's key file beside the database.
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".agent-key"} {
 		same, err := samePath(path+suffix, target)
 		if err != nil {
 			return err

@@ -142,6 +142,7 @@ func TestBackupRefusals(t *testing.T) {
 		{"target is the database by another name", path, filepath.Join(dir, ".", "toolgate.db"), "the database's own file"},
 		{"target is a link to the database", path, filepath.Join(dir, "link.db"), "the database's own file"},
 		{"target is the database's log", path, path + "-wal", "the database's own file"},
+		{"target is the key file", path, path + ".agent-key", "the database's own file"},
 		{"postgres", "postgres://u@localhost/toolgate", filepath.Join(dir, "pg.db"), "pg_dump"},
 		{"not a toolgate database", plain, filepath.Join(dir, "b1.db"), "not a toolgate database"},
 		{"not a database", text, filepath.Join(dir, "b2.db"), "not a database"},

@@ -63,6 +63,9 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if to == "" {
 		return errors.New("--to FILE is required")
 	}
+	if err := store.CheckBackupPaths(db, to, force); err != nil {
+		return err
+	}
 	keyFile, keyTarget := server.AgentKeyFile(db), server.AgentKeyFile(to)
 	key, err := readKeyFile(keyFile)
 	if err != nil {
