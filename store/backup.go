@@ -55,7 +55,9 @@ type BackupInfo struct {
 // BackupSQLite writes a consistent copy of the toolgate SQLite database at
 // path to target, while a gateway may be serving on it. A target that
 // exists is refused unless overwrite; with overwrite it is replaced in one
-// rename. The database is never written to.
+// rename. Nothing in the database is changed (with no gateway serving,
+// SQLite checkpoints its WAL when the copy's connection closes, as the
+// last connection to close does).
 func BackupSQLite(ctx context.Context, path, target string, overwrite bool) (BackupInfo, error) {
 	var info BackupInfo
 	if err := CheckBackupPaths(path, target, overwrite); err != nil {
