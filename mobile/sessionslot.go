@@ -31,6 +31,15 @@ func (s *sessionSlot) adopt(sess sessionCredentials, cursor int64) (changed bool
 	return changed
 }
 
+// dropCursor forgets the cursor, which the gateway refused as beyond the
+// session's stream (its database was restored from a backup, or every
+// event was pruned): the next connection asks for the open calls instead.
+func (s *sessionSlot) dropCursor() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cursor, s.haveCursor = 0, false
+}
+
 // forget drops the session (it was closed at the gateway).
 func (s *sessionSlot) forget() {
 	s.mu.Lock()

@@ -73,6 +73,13 @@ func (r *receiver) runPolls(ctx context.Context, climb *reconnect.Climb) streamO
 		case isSessionLost(err):
 			return outcomeSessionLost
 		case err != nil:
+			var apiErr *APIError
+			if useCursor && errors.As(err, &apiErr) && apiErr.Status == http.StatusBadRequest {
+				// The cursor is beyond the session's stream (a database
+				// restored from a backup, every event pruned): poll again
+				// without one, which returns every open call.
+				c.session.dropCursor()
+			}
 			noteRefusal(c.reconnect, err)
 			if hold > 0 && failedOnTheWay(err) {
 				gatewayPaths.pollFailed(c.api.baseURL, hold)

@@ -110,6 +110,13 @@ func (r *receiver) runStream(ctx context.Context) streamOutcome {
 			watch.sessionLost.Store(true)
 			return backoff.Permanent(apiErr)
 		}
+		if resp.StatusCode == http.StatusBadRequest && resp.Request != nil && resp.Request.Header.Get("Last-Event-ID") != "" {
+			// The cursor is beyond the session's stream (a database
+			// restored from a backup, every event pruned): connect again
+			// without one, which sends every open call.
+			stream.LastEventID.Store([]byte(nil))
+			c.session.dropCursor()
+		}
 		noteRefusal(c.reconnect, apiErr)
 		return apiErr
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -69,7 +70,7 @@ func (c *checkpointer) run() {
 	for {
 		select {
 		case <-c.stop:
-			c.checkpoint("TRUNCATE")
+			c.finalCheckpoint()
 			return
 		case <-t.C:
 			if frames := c.checkpoint("PASSIVE"); frames <= walLimitFrames {
@@ -84,11 +85,28 @@ func (c *checkpointer) run() {
 			case c.quiet <- quiet:
 				<-done
 			case <-c.stop:
-				c.checkpoint("TRUNCATE")
+				c.finalCheckpoint()
 				return
 			}
 		}
 	}
+}
+
+// finalCheckpointWait bounds how long the last checkpoint, at Close, waits
+// for readers of other processes: a TRUNCATE checkpoint waits until no
+// reader needs the WAL, and a reader that holds a snapshot for long (a
+// toolgate backup copying, Litestream's lock) kept every shutdown waiting
+// the whole 10 s busy timeout. Past it the WAL is left as it is, which the
+// next start reads as usual.
+var finalCheckpointWait = time.Second
+
+// finalCheckpoint copies the WAL back and empties it, waiting for readers
+// at most finalCheckpointWait.
+func (c *checkpointer) finalCheckpoint() {
+	if _, err := c.db.Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", finalCheckpointWait.Milliseconds())); err != nil {
+		c.log.Warn("store: wal checkpoint", "mode", "TRUNCATE", "err", err)
+	}
+	c.checkpoint("TRUNCATE")
 }
 
 // checkpoint runs one checkpoint in mode and returns how many frames the

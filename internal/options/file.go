@@ -14,9 +14,10 @@ import (
 // readFile reads a YAML config file: one mapping of option keys to
 // values, a list option's value a sequence (or a string as on the
 // command line). The table is the file's schema: every key that is no
-// option's is an error naming the key and its line, and every value
-// carries its line into the errors it causes.
-func (t Table[C]) readFile(path string) (vals []given, warnings []string, errs []error) {
+// option's (nor, with otherKeys, another command's) is an error naming
+// the key and its line, and every value carries its line into the errors
+// it causes.
+func (t Table[C]) readFile(path string, otherKeys func(string) bool) (vals []given, warnings []string, errs []error) {
 	data, err := readConfigBytes(path)
 	if err != nil {
 		return nil, nil, []error{fmt.Errorf("--config: %w", err)}
@@ -54,6 +55,9 @@ func (t Table[C]) readFile(path string) (vals []given, warnings []string, errs [
 		k, v := root.Content[i], root.Content[i+1]
 		opt, alias := t.byKey(k.Value)
 		where := fmt.Sprintf("%s:%d: %s", path, k.Line, k.Value)
+		if opt < 0 && otherKeys != nil && otherKeys(k.Value) {
+			continue
+		}
 		if opt < 0 {
 			errs = append(errs, fmt.Errorf("%s:%d: unknown key %q", path, k.Line, k.Value))
 			continue

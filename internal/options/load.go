@@ -59,6 +59,34 @@ type Sources struct {
 	// config file ("config", "TOOLGATE_CONFIG").
 	ConfigFlag, ConfigEnv string
 	Output                io.Writer // where -h prints; os.Stderr when nil
+	// Flags, when set, adds the command's own flags, which are not
+	// settings (no variable, no file key): toolgate backup's --to.
+	Flags func(fs *flag.FlagSet)
+	// OtherKeys, when set, says which file keys are settings of another
+	// command reading the same file (toolgate serve's, when toolgate
+	// backup reads its --config): skipped rather than refused as unknown.
+	OtherKeys func(key string) bool
+}
+
+// Only returns the options of t named, in t's order: a command that
+// reads some of another's settings, under the same names.
+func (t Table[C]) Only(names ...string) Table[C] {
+	var out Table[C]
+	for _, o := range t {
+		for _, name := range names {
+			if o.Name == name {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// HasKey reports whether key is the file key of an option of t, or an
+// old key of one.
+func (t Table[C]) HasKey(key string) bool {
+	opt, _ := t.byKey(key)
+	return opt >= 0
 }
 
 // given is one value and where it came from.
@@ -90,7 +118,7 @@ func (t Table[C]) Load(c *C, src Sources) (Loaded, error) {
 		configPath, _ = src.LookupEnv(src.ConfigEnv)
 	}
 	if configPath != "" {
-		vals, w, fileErrs := t.readFile(configPath)
+		vals, w, fileErrs := t.readFile(configPath, src.OtherKeys)
 		all, warnings, errs = append(all, vals...), append(warnings, w...), append(errs, fileErrs...)
 	}
 	vals, w, envErrs := t.fromEnv(src.LookupEnv)
@@ -172,6 +200,9 @@ func (t Table[C]) parseFlags(src Sources) ([]given, string, error) {
 			}
 		}
 	}
+	if src.Flags != nil {
+		src.Flags(fs)
+	}
 	fs.Usage = func() { t.WriteUsage(out, src) }
 	if err := fs.Parse(src.Args); err != nil {
 		return nil, "", err
@@ -216,6 +247,13 @@ func (t Table[C]) fromEnv(lookup func(string) (string, bool)) ([]given, []string
 // values it takes, its default, its variable and its file key.
 func (t Table[C]) WriteUsage(w io.Writer, src Sources) {
 	fmt.Fprintf(w, "usage: %s [flags]\n\n", src.Command)
+	if src.Flags != nil {
+		own := flag.NewFlagSet(src.Command, flag.ContinueOnError)
+		src.Flags(own)
+		own.SetOutput(w)
+		own.PrintDefaults()
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "Every setting is a flag, an environment variable and a key of the --%s file (YAML):\n", src.ConfigFlag)
 	fmt.Fprintf(w, "a flag wins over its variable, the variable over the file, the file over the default.\n\n")
 	fmt.Fprintf(w, "  --%s FILE\n    \tYAML file of settings, keys as listed below; an unknown key is an error (env %s)\n", src.ConfigFlag, src.ConfigEnv)
