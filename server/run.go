@@ -97,6 +97,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Heartbeat:      cfg.Heartbeat,
+
+		SessionStore:      st.MCPSessions(),
+		SessionIdle:       cfg.MCPSessionIdle,
+		MaxSessionsPerKey: cfg.MaxMCPSessionsPerKey,
 	})
 	mountAgent := handlers.MountAgent(agent, cfg.runStartLimit())
 	s.api = handlers.New(handlers.Options{
