@@ -168,28 +168,30 @@ func deleteMCPSessionParts(tx *Tx, id string) error {
 // 0; events kept of an earlier stream of that id go), and drops the
 // session's oldest stream when it holds MaxMCPSessionStreams.
 func (m *MCPSessions) OpenStream(ctx context.Context, sid, stream string, now time.Time) error {
-	return m.s.Write(ctx, func(tx *Tx) error {
-		if err := dropMCPStream(tx, sid, stream); err != nil {
-			return err
-		}
-		var streams int
-		if err := tx.get(&streams, `SELECT COUNT(*) FROM mcp_streams WHERE session_id = ?`, sid); err != nil {
-			return err
-		}
-		var oldest []string
-		if over := streams - MaxMCPSessionStreams + 1; over > 0 {
-			if err := tx.sel(&oldest, `SELECT stream_id FROM mcp_streams WHERE session_id = ? ORDER BY opened_at, stream_id LIMIT ?`, sid, over); err != nil {
-				return err
-			}
-		}
-		for _, old := range oldest {
-			if err := dropMCPStream(tx, sid, old); err != nil {
-				return err
-			}
-		}
-		_, err := tx.exec(`INSERT INTO mcp_streams (session_id, stream_id, next_idx, opened_at) VALUES (?, ?, 0, ?)`, sid, stream, ms(now))
+	return m.s.Write(ctx, func(tx *Tx) error { return openMCPStream(tx, sid, stream, now) })
+}
+
+func openMCPStream(tx *Tx, sid, stream string, now time.Time) error {
+	if err := dropMCPStream(tx, sid, stream); err != nil {
 		return err
-	})
+	}
+	var streams int
+	if err := tx.get(&streams, `SELECT COUNT(*) FROM mcp_streams WHERE session_id = ?`, sid); err != nil {
+		return err
+	}
+	var oldest []string
+	if over := streams - MaxMCPSessionStreams + 1; over > 0 {
+		if err := tx.sel(&oldest, `SELECT stream_id FROM mcp_streams WHERE session_id = ? ORDER BY opened_at, stream_id LIMIT ?`, sid, over); err != nil {
+			return err
+		}
+	}
+	for _, old := range oldest {
+		if err := dropMCPStream(tx, sid, old); err != nil {
+			return err
+		}
+	}
+	_, err := tx.exec(`INSERT INTO mcp_streams (session_id, stream_id, next_idx, opened_at) VALUES (?, ?, 0, ?)`, sid, stream, ms(now))
+	return err
 }
 
 func dropMCPStream(tx *Tx, sid, stream string) error {
@@ -200,23 +202,26 @@ func dropMCPStream(tx *Tx, sid, stream string) error {
 	return err
 }
 
-// AppendEvent stores data as the next event of stream (which must have
-// been opened), dropping the stream's oldest past MaxMCPStreamEvents.
+// AppendEvent stores data as the next event of stream (opened first, as
+// OpenStream does, if it was not), dropping the stream's oldest past
+// MaxMCPStreamEvents.
 // answers, when not "", is the JSON-RPC id data answers: that request is
 // no longer in flight.
 func (m *MCPSessions) AppendEvent(ctx context.Context, sid, stream string, data []byte, answers string) error {
 	return m.s.Write(ctx, func(tx *Tx) error {
-		return appendMCPEvent(tx, sid, stream, data, answers)
+		return appendMCPEvent(tx, sid, stream, data, answers, m.s.Now())
 	})
 }
 
-func appendMCPEvent(tx *Tx, sid, stream string, data []byte, answers string) error {
+func appendMCPEvent(tx *Tx, sid, stream string, data []byte, answers string, now time.Time) error {
 	var next int64
 	if err := tx.get(&next, qMCPStreamNext, sid, stream); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return errors.New("store: append to an MCP stream not opened")
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
 		}
-		return err
+		if err := openMCPStream(tx, sid, stream, now); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.exec(`INSERT INTO mcp_events (session_id, stream_id, idx, data) VALUES (?, ?, ?, ?)`, sid, stream, next, string(data)); err != nil {
 		return err
@@ -308,6 +313,6 @@ func (m *MCPSessions) Deliver(ctx context.Context, sid, request, stream string, 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return false, nil
 		}
-		return true, appendMCPEvent(tx, sid, stream, data, "")
+		return true, appendMCPEvent(tx, sid, stream, data, "", m.s.Now())
 	})
 }
