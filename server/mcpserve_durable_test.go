@@ -258,3 +258,45 @@ func TestMCPSessionSharedByNodes(t *testing.T) {
 		t.Fatalf("the first node after DELETE on the other: %d, want 404", resp.StatusCode)
 	}
 }
+
+// Bad session ids and event ids are refused and change nothing: an
+// unknown session id is 404, one of /mcp on a session's route is 404, a
+// malformed Last-Event-ID or one of a stream never kept is 400; the
+// session still works after them.
+func TestMCPSessionBadIDs(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("bad")
+	g.register(s, echoTool)
+	client := g.openStream(s, "")
+	client.nextOfType("ready")
+	raw := newRawMCP(t, g.URL+"/mcp")
+	raw.initialize()
+	sessions := g.count(t, `SELECT COUNT(*) FROM mcp_sessions`)
+
+	unknown := *raw
+	unknown.session = "NOSUCHSESSION" + strings.Repeat("X", 500)
+	if resp := unknown.mustSend("POST", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown session id: %d, want 404", resp.StatusCode)
+	}
+	other := *raw
+	other.url = g.URL + "/mcp/sessions/" + s.ID
+	if resp := other.mustSend("POST", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a session id of /mcp on a session's route: %d, want 404", resp.StatusCode)
+	}
+	for _, id := range []string{"garbage", "NOSUCHSTREAM_3"} {
+		resp, err := raw.send(context.Background(), "GET", "", http.Header{"Last-Event-Id": {id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("Last-Event-ID %q: %d, want 400", id, resp.StatusCode)
+		}
+	}
+	if n := g.count(t, `SELECT COUNT(*) FROM mcp_sessions`); n != sessions {
+		t.Errorf("%d sessions after bad requests, want %d", n, sessions)
+	}
+	if resp := raw.mustSend("POST", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); resp.StatusCode != 200 {
+		t.Errorf("the session after bad requests: %d", resp.StatusCode)
+	}
+}
