@@ -56,6 +56,7 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 			return refusal(err)
 		}
 		call.TimeoutMS = timeoutMS
+		idempotencyKey = e.retryKey(req, idempotencyKey) // the same request again: the same call
 		if tr := taskRequestOf(req.Params.Meta); tr != nil && e.opts.Tasks != nil {
 			return e.startTask(ctx, call, idempotencyKey, tr) // tasks.go
 		}
@@ -69,6 +70,7 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 		if err != nil {
 			return refusal(err)
 		}
+		defer e.noteInflight(ctx, req, created.ID)()
 		e.posts.streamingStarted(req.Extra)
 		ended, err := e.dispatch.WaitCallProgress(ctx, created.ID, e.guardedProgress(ctx, sid, tool, progressForwarder(ctx, req)))
 		if err != nil {
@@ -78,7 +80,7 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 			// The host gave up on the request: unless a retry (the same
 			// idempotency key) still waits on it, the call ends cancelled
 			// and its client is told (call_cancelled).
-			if waiting.leave() {
+			if waiting.leave() && !e.keepsCallsAtClose() {
 				if _, cerr := e.dispatch.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
 					e.log.Warn("MCP: cancel the call of a request the host gave up on", "call", created.ID, "err", cerr)
 				}

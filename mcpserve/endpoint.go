@@ -68,6 +68,7 @@ type Endpoint struct {
 	origins  *originPolicy
 	posts    *postContexts
 	waiters  *callWaiters
+	running  *localCalls // tools/call handlers of durable sessions running here
 	// screen finds text aimed at a model in what outsiders wrote of their
 	// tools (descriptions, schemas, client names) before hosts see it.
 	screen *outputsafety.Sanitizer
@@ -100,6 +101,7 @@ type Endpoint struct {
 // stateless one for the 2026-07-28 revision, the stateful one for earlier
 // revisions (whose MCP session ids are valid on this route only).
 type route struct {
+	key       string // "" for /mcp, else the client session id
 	server    *mcp.Server
 	tools     *toolSet
 	stateless *mcp.StreamableHTTPHandler
@@ -108,6 +110,11 @@ type route struct {
 	// syncMu makes a route's list be brought up to date by one at a time,
 	// each from what the engine says then.
 	syncMu sync.Mutex
+	// ids hands the SDK the id of the session it sets up next;
+	// reviveMu makes one request at a time revive a session
+	// (sessions_durable.go).
+	ids      *sessionIDs
+	reviveMu sync.Mutex
 }
 
 // New builds the endpoint; it starts nothing.
@@ -124,8 +131,9 @@ func New(opts Options) *Endpoint {
 		sdkLog:   slog.New(atLeast{newUndeliveredLog(opts.Log.Handler(), undeliveredInterval, time.Now), slog.LevelWarn}),
 		opts:     opts,
 		origins:  newOriginPolicy(opts.AllowedOrigins),
-		posts:    newPostContexts(),
+		posts:    newPostContexts(life),
 		waiters:  newCallWaiters(),
+		running:  newLocalCalls(),
 		screen:   outputsafety.New(),
 		names:    newNameTable(),
 		sessions: map[string]*route{},
@@ -135,15 +143,17 @@ func New(opts Options) *Endpoint {
 		end:      end,
 		done:     make(chan struct{}),
 	}
-	e.gateway = e.newRoute("toolgate: the tools of this gateway and of every client session connected to it. " +
+	e.gateway = e.newRoute("", "toolgate: the tools of this gateway and of every client session connected to it. "+
 		"A session's tool is named <tool>__<the last 12 hex digits of its session id>.")
 	return e
 }
 
-func (e *Endpoint) newRoute(instructions string) *route {
+func (e *Endpoint) newRoute(key, instructions string) *route {
+	ids := newSessionIDs()
 	server := mcp.NewServer(&mcp.Implementation{Name: "toolgate", Version: e.opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       e.sdkLog,
+		GetSessionID: ids.get,
 		// Tools, and their list changes. No logging. Prompts and
 		// resources: none, but declared, as the SDK answers their list
 		// methods (with empty lists) all the same, and a server must
@@ -160,10 +170,16 @@ func (e *Endpoint) newRoute(instructions string) *route {
 		maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
 	getServer := func(*http.Request) *mcp.Server { return server }
+	var events mcp.EventStore
+	if e.opts.SessionStore != nil {
+		events = eventStore{e}
+	}
 	// The SDK's DNS-rebinding check (loopback address, other Host) is off:
 	// the gateway's own Host check (--allowed-hosts) has passed already,
 	// and would be overruled for a name it allows behind a local proxy.
 	return &route{
+		key:     key,
+		ids:     ids,
 		server:  server,
 		tools:   newToolSet(server, e.log),
 		maxBody: maxBody,
@@ -176,6 +192,7 @@ func (e *Endpoint) newRoute(instructions string) *route {
 		}),
 		stateful: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			SessionTimeout:             e.opts.SessionIdle,
+			EventStore:                 events,
 			DisableLocalhostProtection: true,
 			MaxRequestBodyBytes:        maxBody,
 			Logger:                     e.sdkLog,
@@ -292,12 +309,18 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 		unavailable(w, codeShuttingDown, "the gateway is shutting down")
 		return
 	}
-	if r.Method == http.MethodPost && !strictBody(w, r, rt.maxBody) {
-		return
+	var body []byte
+	if r.Method == http.MethodPost {
+		var ok bool
+		if body, ok = strictBody(w, r, rt.maxBody); !ok {
+			return
+		}
 	}
 	if e.serveTasks(w, r, rt.maxBody) { // MCP tasks (taskrpc.go)
 		return
 	}
+	stateless := r.Header.Get(headerProtocolVersion) >= statelessRevision
+	durable := !stateless && e.opts.SessionStore != nil
 	// A reply the host does not take in time ends the request (the
 	// streamWriter's write timeout): its handler returns, the host is cut.
 	ctx, giveUp := context.WithCancel(r.Context())
@@ -307,10 +330,14 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 	defer sw.finish()
 	if r.Method == http.MethodPost {
 		var untrack func()
-		r, untrack = e.posts.track(r, sw)
+		request := ""
+		if durable {
+			request, _ = requestOf(body)
+		}
+		r, untrack = e.posts.track(r, sw, durable, request)
 		defer untrack()
 	}
-	if r.Header.Get(headerProtocolVersion) >= statelessRevision {
+	if stateless {
 		// A subscriptions/listen stream lives as long as the host wants:
 		// they are bounded. (The SDK refuses a request whose Mcp-Method
 		// is not its body's method, and batches.)
@@ -323,6 +350,10 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 			defer e.listenEnded()
 		}
 		rt.stateless.ServeHTTP(sw, r)
+		return
+	}
+	if durable {
+		e.serveDurable(rt, sw, r, body)
 		return
 	}
 	if r.Method == http.MethodPost && r.Header.Get(headerSessionID) == "" {

@@ -69,6 +69,9 @@ const (
 	// a request (its GET stream does not count) before it is closed; the
 	// host then starts a new one (404 on its session id).
 	DefaultSessionIdle = 30 * time.Minute
+	// DefaultMaxSessionsPerKey bounds the durable MCP sessions alive at
+	// once of one credential (the agent key), over every node.
+	DefaultMaxSessionsPerKey = 1000
 	// DefaultHeartbeat is the keep-alive interval of streamed replies.
 	DefaultHeartbeat = 15 * time.Second
 	// DefaultStreamWriteTimeout bounds one write to a streamed reply, as
@@ -121,6 +124,16 @@ type Options struct {
 	// MaxTaskTTL bounds how long a task is kept, whatever ttl the host
 	// asks for (0: DefaultMaxTaskTTL).
 	MaxTaskTTL time.Duration
+	// SessionStore, when set, keeps the stateful MCP sessions, their
+	// streams' events and their calls in flight (nil: sessions live in
+	// this process's memory only, their streams cannot be resumed).
+	SessionStore SessionStore
+	// MaxSessionsPerKey bounds the durable MCP sessions alive of one
+	// credential, over every node (0: DefaultMaxSessionsPerKey); a new
+	// one over it is refused with 503.
+	MaxSessionsPerKey int
+	// Now is the clock of the sessions' idle time (nil: time.Now).
+	Now func() time.Time
 	// Version is the gateway's version, told to hosts as serverInfo
 	// (empty: the module version the binary was built from, else "dev").
 	Version string
@@ -144,6 +157,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ListInterval <= 0 {
 		o.ListInterval = DefaultListInterval
+	}
+	if o.MaxSessionsPerKey <= 0 {
+		o.MaxSessionsPerKey = DefaultMaxSessionsPerKey
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle

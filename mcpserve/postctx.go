@@ -23,30 +23,66 @@ const postHeader = "Toolgate-Mcp-Post"
 // SDK does so itself: PropagateRequestCancellation.)
 //
 // The reply's writer is found the same way (streamingStarted).
+//
+// A durable session (Options.SessionStore) keeps its streams' events, so
+// a host whose stream dropped resumes it: there the handler is not tied
+// to the POST (MCP: a disconnection is not a cancellation), and the POST
+// records the JSON-RPC id of the call it carries and the id of its stream
+// (eventStore.Open), which the handler's call is kept under.
 type postContexts struct {
+	life context.Context // the endpoint's: a durable POST's handler ends with it
 	mu   sync.Mutex
-	byID map[string]post
+	byID map[string]*post
 }
 
-// post is a POST being served: its context and its reply's writer.
+// post is a POST being served: its context, its reply's writer, and its
+// header (the handler's RequestExtra.Header).
 type post struct {
-	ctx   context.Context
-	reply *streamWriter
+	ctx    context.Context
+	reply  *streamWriter
+	header http.Header
 }
 
-func newPostContexts() *postContexts {
-	return &postContexts{byID: map[string]post{}}
+// Headers the endpoint sets on a durable POST it hands the SDK (any value
+// the host sent is removed), read by the tool handler through
+// RequestExtra.Header even after the POST ended: that it is durable, the
+// canonical JSON-RPC id of the one request it carries, and the id of the
+// SDK's stream of its reply (set by the event store's Open, before the
+// SDK hands the request to a handler).
+const (
+	durableHeader = "Toolgate-Mcp-Durable"
+	requestHeader = "Toolgate-Mcp-Request"
+	streamHeader  = "Toolgate-Mcp-Stream"
+)
+
+// postKey is the context key under which the POST's id is found by the
+// event store's Open.
+type postKey struct{}
+
+func newPostContexts(life context.Context) *postContexts {
+	return &postContexts{life: life, byID: map[string]*post{}}
 }
 
 // track records r's context and reply for the length of the request (call
 // done when it has been served) and returns r with the header that finds
-// them.
-func (p *postContexts) track(r *http.Request, reply *streamWriter) (*http.Request, func()) {
+// them. A durable POST is not tied (tie), and carries request, the
+// canonical id of its one JSON-RPC request.
+func (p *postContexts) track(r *http.Request, reply *streamWriter, durable bool, request string) (*http.Request, func()) {
 	id := rand.Text()
+	r.Header.Del(durableHeader)
+	r.Header.Del(requestHeader)
+	r.Header.Del(streamHeader)
+	if durable {
+		r.Header.Set(durableHeader, "1")
+		if request != "" {
+			r.Header.Set(requestHeader, request)
+		}
+	}
 	p.mu.Lock()
-	p.byID[id] = post{ctx: r.Context(), reply: reply}
+	p.byID[id] = &post{ctx: r.Context(), reply: reply, header: r.Header}
 	p.mu.Unlock()
 	r.Header.Set(postHeader, id)
+	r = r.WithContext(context.WithValue(r.Context(), postKey{}, id))
 	return r, func() {
 		p.mu.Lock()
 		delete(p.byID, id)
@@ -56,13 +92,20 @@ func (p *postContexts) track(r *http.Request, reply *streamWriter) (*http.Reques
 
 // tie returns a context that ends when ctx ends or when the POST that
 // carried the request does (at once when that POST has already been
-// served). Call done when the handler returns.
+// served); a durable POST's, when ctx or the endpoint's life ends. Call
+// done when the handler returns.
 func (p *postContexts) tie(ctx context.Context, extra *mcp.RequestExtra) (context.Context, func()) {
 	if extra == nil || extra.Header == nil || extra.Header.Get(postHeader) == "" {
 		return ctx, func() {} // not carried by a POST of this endpoint
 	}
-	carrier, ok := p.find(extra)
 	tied, cancel := context.WithCancel(ctx)
+	if extra.Header.Get(durableHeader) != "" {
+		// Not the POST's: the endpoint's closing ends it (the call is
+		// left to the next process, keepsCallsAtClose).
+		stop := context.AfterFunc(p.life, cancel)
+		return tied, func() { stop(); cancel() }
+	}
+	carrier, ok := p.find(extra)
 	if !ok {
 		cancel()
 		return tied, cancel
@@ -99,5 +142,22 @@ func (p *postContexts) find(extra *mcp.RequestExtra) (post, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	carrier, ok := p.byID[id]
-	return carrier, ok
+	if !ok {
+		return post{}, false
+	}
+	return *carrier, true
+}
+
+// opened records the id of the stream the SDK opened for the reply of the
+// POST whose context is ctx.
+func (p *postContexts) opened(ctx context.Context, stream string) {
+	id, _ := ctx.Value(postKey{}).(string)
+	if id == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if carrier := p.byID[id]; carrier != nil && carrier.header.Get(durableHeader) != "" {
+		carrier.header.Set(streamHeader, stream)
+	}
 }

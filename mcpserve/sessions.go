@@ -27,7 +27,7 @@ func (e *Endpoint) sessionRoute(ctx context.Context, sid string) *route {
 		return nil
 	}
 	if rt = e.sessions[sid]; rt == nil {
-		rt = e.newRoute(fmt.Sprintf("toolgate: the tools of client session %s, under their own names.", sid))
+		rt = e.newRoute(sid, fmt.Sprintf("toolgate: the tools of client session %s, under their own names.", sid))
 		e.sessions[sid] = rt
 	}
 	e.mu.Unlock()

@@ -22,16 +22,17 @@ const codeInvalidRequest = -32600
 // that is not JSON, goes on to the SDK (which refuses it in its words),
 // as does every body that passes, r.Body then reading it again. The SDK
 // matches member names case-sensitively, so names are compared exactly.
-func strictBody(w http.ResponseWriter, r *http.Request, limit int64) bool {
+// The body is returned when it is JSON within limit (else nil).
+func strictBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	rest := r.Body
 	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), rest), rest}
 	if err != nil || int64(len(body)) > limit || !json.Valid(body) {
-		return true
+		return nil, true
 	}
 	err = toolgate.CheckStrictJSONBody(body)
 	if err == nil {
-		return true
+		return body, true
 	}
 	// The id is null: which of the request's ids (if two) is not known.
 	jsonhttp.WriteJSON(w, http.StatusBadRequest, map[string]any{
@@ -39,7 +40,7 @@ func strictBody(w http.ResponseWriter, r *http.Request, limit int64) bool {
 		"id":      nil,
 		"error":   map[string]any{"code": codeInvalidRequest, "message": "the body " + err.Error()},
 	})
-	return false
+	return nil, false
 }
 
 // readCloser reads from one reader and closes another.

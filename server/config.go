@@ -84,6 +84,11 @@ type Config struct {
 	// MaxStreamSessions bounds the sessions of one multi-session stream or
 	// poll (POST /v1/streams, POST /v1/poll).
 	MaxStreamSessions int
+	// MCPSessionIdle is how long an MCP host's session lives without a
+	// request; MaxMCPSessionsPerKey bounds those alive of one key (zero:
+	// package mcpserve's defaults).
+	MCPSessionIdle       time.Duration
+	MaxMCPSessionsPerKey int
 
 	// Connections and slow clients. MaxStreamsPerSession
 	// bounds the streams and held polls one session holds at once (its

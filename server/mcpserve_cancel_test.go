@@ -96,7 +96,7 @@ func TestMCPCancelByNotification(t *testing.T) {
 		defer resp.Body.Close()
 		var messages []string
 		for line := range sseLines(resp.Body) {
-			if data, ok := strings.CutPrefix(line, "data: "); ok {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && data != "" { // not a priming event
 				messages = append(messages, data)
 			}
 		}
@@ -117,33 +117,5 @@ func TestMCPCancelByNotification(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("the cancelled request's stream did not end")
-	}
-}
-
-// On a 2025-11-25 session, a host that closes the POST's stream (without
-// notifications/cancelled) cancels the call: no one could receive its
-// result, as the endpoint keeps no events to replay.
-func TestMCPCancelByClosingThePost(t *testing.T) {
-	g := startGateway(t, nil)
-	c, calls := waitTool(t, g)
-	raw := newRawMCP(t, g.URL+"/mcp")
-	raw.initialize()
-	ctx, cancel := context.WithCancel(context.Background())
-	sent := make(chan error, 1)
-	go func() {
-		resp, err := raw.send(ctx, "POST", callBody(8, "wait__"+shortID(c.SessionID()), `{}`), nil)
-		if err == nil {
-			resp.Body.Close()
-		}
-		sent <- err
-	}()
-	call := receivedCall(t, calls)
-	cancel()
-	<-sent
-	checkCancelled(t, g, call)
-	// The MCP session lives on: another request on it is answered.
-	resp := raw.mustSend("POST", `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
-	if resp.StatusCode != 200 {
-		t.Errorf("tools/list after the cancel: %d", resp.StatusCode)
 	}
 }

@@ -120,7 +120,7 @@ func nextMessage(t *testing.T, lines <-chan string, timeout time.Duration) json.
 			if !ok {
 				t.Fatal("the stream ended")
 			}
-			if data, ok := strings.CutPrefix(line, "data: "); ok {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && data != "" { // not a priming event (no data)
 				return json.RawMessage(data)
 			}
 		case <-deadline:

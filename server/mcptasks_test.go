@@ -199,7 +199,7 @@ func mcpTaskScenario(t *testing.T, a, b *gateway, crash func()) {
 	// Bad task params change nothing.
 	for _, bad := range []any{"soon", map[string]any{"ttl": -1}, map[string]any{"ttl": 1.5}, map[string]any{"ttl": "60000"}} {
 		reply, _ := mcpRPC(t, g, "/mcp", sid, "tools/call", map[string]any{"name": name, "arguments": map[string]any{"text": "x"}, "task": bad})
-		wantRPCError(t, "task "+string(mustJSON(bad)), reply, -32602)
+		wantRPCError(t, "task "+mustJSON(t, bad), reply, -32602)
 	}
 	var calls struct {
 		Calls []json.RawMessage `json:"calls"`
@@ -276,11 +276,6 @@ func mcpTaskScenario(t *testing.T, a, b *gateway, crash func()) {
 	}
 	reply, _ = mcpRPC(t, g, "/mcp", "", "tasks/cancel", map[string]any{"taskId": task.TaskID})
 	wantRPCError(t, "cancel of an ended task", reply, -32602)
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // mcpRPCModern posts one 2026-07-28 request (stateless: its _meta says

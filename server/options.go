@@ -61,6 +61,8 @@ func Options() options.Table[Config] {
 				Help:    "sessions one multi-session stream or poll may carry", Field: func(c *Config) any { return &c.MaxStreamSessions }},
 			{Name: "max-streams-per-session", Default: "8", Unit: "streams", Min: "1", Max: "1000", Legacy: options.LegacyZeroDefault,
 				Help: "streams and held polls one session may hold at once; a newer one replaces the oldest", Field: func(c *Config) any { return &c.MaxStreamsPerSession }},
+			dur("mcp-session-idle", "30m", "1s", "168h", "how long an MCP host's session (protocol revisions before 2026-07-28, Mcp-Session-Id) lives without a request before it expires, with its streams' events", func(c *Config) any { return &c.MCPSessionIdle }),
+			limit("max-mcp-sessions-per-key", "1000", "sessions", "MCP host sessions one key (the agent key) may hold alive at once, over every node; a new one past it is 503 TOO_MANY_MCP_SESSIONS", func(c *Config) any { return &c.MaxMCPSessionsPerKey }),
 		}},
 		{calls, []options.Option[Config]{
 			dur("default-timeout", "30s", "1ms", "168h", "call timeout when neither tool nor call sets one", func(c *Config) any { return &c.DefaultTimeout }),

@@ -88,17 +88,20 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	s.tools, s.Engine, s.Agent = p.tools, p.engine, p.agent
 	eng, agent := p.engine, p.agent
 	s.mcp = mcpserve.New(mcpserve.Options{
-		Auth:           eng,
-		Sessions:       eng.Sessions,
-		Tools:          eng.Tools,
-		Calls:          eng.Calls,
-		Guard:          agenthost.MCPGuard{Remote: eng.Tools, Tools: p.tools, ClientKey: cfg.ClientKey},
-		Log:            log,
-		AllowedOrigins: cfg.AllowedOrigins,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Heartbeat:      cfg.Heartbeat,
-		Tasks:          st.MCPTasks(),
-		MaxTaskTTL:     cfg.MCPTaskMaxTTL,
+		Auth:              eng,
+		Sessions:          eng.Sessions,
+		Tools:             eng.Tools,
+		Calls:             eng.Calls,
+		Guard:             agenthost.MCPGuard{Remote: eng.Tools, Tools: p.tools, ClientKey: cfg.ClientKey},
+		Log:               log,
+		AllowedOrigins:    cfg.AllowedOrigins,
+		MaxBodyBytes:      cfg.MaxBodyBytes,
+		Heartbeat:         cfg.Heartbeat,
+		Tasks:             st.MCPTasks(),
+		MaxTaskTTL:        cfg.MCPTaskMaxTTL,
+		SessionStore:      st.MCPSessions(),
+		SessionIdle:       cfg.MCPSessionIdle,
+		MaxSessionsPerKey: cfg.MaxMCPSessionsPerKey,
 	})
 	mountAgent := handlers.MountAgent(agent, cfg.runStartLimit())
 	s.api = handlers.New(handlers.Options{

@@ -45,9 +45,13 @@ export class Gateway {
     Object.assign(this, { dir, agentKey, args, db: join(dir, "toolgate.db"), url: null, proc: null, output: [] });
   }
 
-  /** Starts the process (again, on the same database after stop()). */
+  /**
+   * Starts the process (again, on the same database after stop()); on the
+   * address `this.addr` when set (to restart on the same port), else on one
+   * the kernel picks.
+   */
   async start() {
-    const argv = ["serve", "--addr", "127.0.0.1:0", "--db", this.db, "--agent-key", this.agentKey, ...this.args];
+    const argv = ["serve", "--addr", this.addr ?? "127.0.0.1:0", "--db", this.db, "--agent-key", this.agentKey, ...this.args];
     const proc = spawn(gatewayBinary(), argv, { stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc;
     const log = (line) => {
