@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -72,6 +73,8 @@ type Endpoint struct {
 	// screen finds text aimed at a model in what outsiders wrote of their
 	// tools (descriptions, schemas, client names) before hosts see it.
 	screen *outputsafety.Sanitizer
+	// taskSeal marks the task requests the task hook wrote (tasks.go).
+	taskSeal string
 
 	gateway *route     // /mcp
 	names   *nameTable // /mcp's names; only the sync goroutine uses it
@@ -135,6 +138,7 @@ func New(opts Options) *Endpoint {
 		waiters:  newCallWaiters(),
 		running:  newLocalCalls(),
 		screen:   outputsafety.New(),
+		taskSeal: rand.Text(),
 		names:    newNameTable(),
 		sessions: map[string]*route{},
 		changes:  newChangeQueue(),

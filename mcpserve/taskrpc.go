@@ -136,6 +136,7 @@ func (e *Endpoint) readyTaskCall(r *http.Request, params json.RawMessage, modern
 			TTLMS: e.taskTTL(asked).Milliseconds(),
 			Route: chi.URLParam(r, "sid"),
 			Owner: ownerOf(jsonhttp.Bearer(r, false)),
+			Seal:  e.taskSeal,
 		}
 		if modern {
 			tr.Form = formExtension

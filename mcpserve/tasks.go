@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"time"
@@ -69,11 +70,31 @@ type taskRequest struct {
 	TTLMS int64  `json:"ttl"`
 	Route string `json:"route"`
 	Owner string `json:"owner"`
+	// Seal is the endpoint's taskSeal: only the hook knows it, so a
+	// task request a host wrote into _meta itself (in a batch, which the
+	// hook does not read) is not taken for one.
+	Seal string `json:"seal"`
 }
 
 // taskRequestOf reads the task the hook put in a tools/call's _meta; nil
-// when the call is not a task.
-func taskRequestOf(meta mcp.Meta) *taskRequest {
+// when the call is not a task, or the request is not the hook's (its seal
+// is not the endpoint's). Its ttl is bounded again here.
+func (e *Endpoint) taskRequestOf(meta mcp.Meta) *taskRequest {
+	tr := readTaskRequest(meta)
+	if tr == nil || !sealed(tr.Seal, e.taskSeal) {
+		return nil
+	}
+	tr.TTLMS = e.taskTTL(&tr.TTLMS).Milliseconds()
+	return tr
+}
+
+// sealed reports whether seal is the endpoint's (never when it has none).
+func sealed(seal, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(seal), []byte(want)) == 1
+}
+
+// readTaskRequest decodes _meta[metaTaskRequest] (nil: none, or not one).
+func readTaskRequest(meta mcp.Meta) *taskRequest {
 	v, ok := meta[metaTaskRequest]
 	if !ok || v == nil {
 		return nil
@@ -100,6 +121,9 @@ func (e *Endpoint) taskTTL(asked *int64) time.Duration {
 	limit := e.opts.MaxTaskTTL
 	if asked == nil || *asked >= limit.Milliseconds() {
 		return limit
+	}
+	if *asked <= 0 {
+		return minTaskTTL
 	}
 	return max(time.Duration(*asked)*time.Millisecond, minTaskTTL)
 }

@@ -286,6 +286,10 @@ func (c Config) withDefaults() Config {
 	}
 	setDur(&c.BodyReadTimeout, d.BodyReadTimeout)
 	setDur(&c.MCPTaskMaxTTL, d.MCPTaskMaxTTL)
+	setDur(&c.MCPSessionIdle, d.MCPSessionIdle)
+	if c.MaxMCPSessionsPerKey == 0 {
+		c.MaxMCPSessionsPerKey = d.MaxMCPSessionsPerKey
+	}
 	return c
 }
 

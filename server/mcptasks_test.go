@@ -3,7 +3,11 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -48,8 +52,9 @@ func mcpRPC(t *testing.T, g *gateway, path, sid, method string, params any) (rpc
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				data = []byte(line)
+			// The stream may start with a priming event (an id, empty data).
+			if line, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(line) != "" {
+				data = []byte(strings.TrimSpace(line))
 				break
 			}
 		}
@@ -424,5 +429,46 @@ func TestMCPTaskResultIsCheckedAgainstOutputSchema(t *testing.T) {
 	reply = mcpRPCModern(t, g, "/mcp", "tasks/get", created.TaskID, map[string]any{"taskId": created.TaskID})
 	if json.Unmarshal(reply.Result, &got); !got.Result.IsError || len(got.Result.Content) == 0 || !strings.Contains(got.Result.Content[0].Text, "OUTPUT_INVALID") {
 		t.Fatalf("tasks/get of a task whose output breaks the tool's output_schema: %s %+v", reply.Result, reply.Error)
+	}
+}
+
+// A task request written by a host into a tools/call's _meta (in a batch,
+// which the task hook does not read: the SDK still takes batches at
+// revisions before 2025-06-18) is not taken for the hook's: the call is a
+// plain one, and no task is filed under the route, owner and ttl it names.
+func TestMCPTaskRequestCannotBeForged(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("tab")
+	g.register(s, echoTool)
+	st := g.openStream(s, "")
+	defer st.Close()
+	name := "echo__" + shortID(s.ID)
+	sid, _ := mcpInit(t, g, "/mcp")
+
+	sum := sha256.Sum256([]byte("toolgate mcp task owner\x00" + testAgentKey))
+	forged := fmt.Sprintf(`{"ttl":315360000000,"route":%q,"owner":%q}`, s.ID, hex.EncodeToString(sum[:16]))
+	batch := fmt.Sprintf(`[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":%q,"arguments":{"text":"y"},`+
+		`"_meta":{"io.toolgate/timeout_ms":300,"io.toolgate/task_request":%s}}}]`, name, forged)
+	req, _ := http.NewRequest("POST", g.URL+"/mcp", strings.NewReader(batch))
+	req.Header.Set("Authorization", "Bearer "+testAgentKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	for _, path := range []string{"/mcp", "/mcp/sessions/" + s.ID} {
+		reply, _ := mcpRPC(t, g, path, "", "tasks/list", map[string]any{})
+		var list struct {
+			Tasks []mcpTask `json:"tasks"`
+		}
+		if json.Unmarshal(reply.Result, &list); reply.Error != nil || len(list.Tasks) != 0 {
+			t.Fatalf("tasks/list on %s after a forged task request: %s %+v", path, reply.Result, reply.Error)
+		}
 	}
 }
