@@ -99,6 +99,13 @@ func BackupSQLite(ctx context.Context, path, target string, overwrite bool) (Bac
 // database: SQLite's integrity_check passes and its migrations are ones
 // this version knows. It returns how many migrations it holds.
 func CheckSQLiteBackup(ctx context.Context, path string) (migrationsApplied int, err error) {
+	// A copy of a live database's files (not one toolgate backup wrote,
+	// which is one file) may hold committed transactions in its -wal:
+	// opened immutable, and copied alone, they would be lost unseen.
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return 0, fmt.Errorf("%s has a write-ahead log beside it (%s-wal, %d bytes) holding transactions the file alone lacks: "+
+			"restore from a copy made with toolgate backup, or open this one with sqlite3 once (which checkpoints its log into it) and restore that", path, path, fi.Size())
+	}
 	db, err := openExisting(path, true)
 	if err != nil {
 		return 0, err

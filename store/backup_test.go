@@ -301,3 +301,47 @@ func TestCloseDoesNotWaitForALongReader(t *testing.T) {
 		t.Fatalf("second = %q %v", v, ok)
 	}
 }
+
+// A copy of a live database's files, its -wal with them (what a file copy
+// of a serving gateway, or a kill -9, leaves), is not a backup: restore
+// refuses it, saying why, rather than put back the main file alone and
+// lose the transactions its log holds.
+func TestRestoreRefusesACopyWithAWriteAheadLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.db")
+	st, err := store.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	putSetting(t, st, "early", "1")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	db.Close()
+	putSetting(t, st, "committed", "yes")
+	from := filepath.Join(dir, "copy.db")
+	for _, suffix := range []string{"", "-wal"} {
+		data, err := os.ReadFile(path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(from+suffix, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(from + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("the copy has no write-ahead log to lose (%v): the test sets up nothing", err)
+	}
+	dst := filepath.Join(dir, "restored.db")
+	err = store.RestoreSQLite(context.Background(), from, dst, false)
+	if err == nil || !strings.Contains(err.Error(), "write-ahead log") {
+		v, ok := settingOf(t, dst, "committed")
+		t.Fatalf("restore of a copy with its -wal: err %v; the restored database has committed=%q (present %v)", err, v, ok)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatalf("a refused restore wrote %s (%v)", dst, err)
+	}
+}
