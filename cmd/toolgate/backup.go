@@ -82,6 +82,12 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := writePrivateFile(keyTarget, key); err != nil {
 			return err
 		}
+	} else if force {
+		// A key file an earlier backup left beside the target is not this
+		// backup's: restore would put back a key the gateway no longer has.
+		if err := os.Remove(keyTarget); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	info, err := store.BackupSQLite(ctx, db, to, force)
 	if err != nil {

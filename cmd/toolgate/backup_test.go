@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/gatewaytest"
+	"github.com/toolgate/toolgate/store"
 )
 
 // serveOn starts `toolgate serve` on db with no --agent-key and returns
@@ -164,5 +165,36 @@ func TestBackupCommandRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "new.db")); err == nil {
 		t.Fatal("a refused restore created the database")
+	}
+}
+
+// TestBackupForceDropsAStaleKeyFile: a backup made with --force of a
+// database that has no key file (the gateway is given --agent-key now)
+// removes the key file an earlier backup left beside the target, so that
+// restore cannot bring back a key the gateway no longer has.
+func TestBackupForceDropsAStaleKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "toolgate.db")
+	st, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	to := filepath.Join(dir, "nightly.db")
+	if err := os.WriteFile(db+".agent-key", []byte("tga_retired_key_of_earlier_days\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runBackup(context.Background(), []string{"--db", db, "--to", to}, &out, &out); err != nil {
+		t.Fatal(err, out.String())
+	}
+	if err := os.Remove(db + ".agent-key"); err != nil {
+		t.Fatal(err)
+	}
+	if err := runBackup(context.Background(), []string{"--db", db, "--to", to, "--force"}, &out, &out); err != nil {
+		t.Fatal(err, out.String())
+	}
+	if b, err := os.ReadFile(to + ".agent-key"); !os.IsNotExist(err) {
+		t.Fatalf("the backup of a database without a key file has one beside it: %q (%v)", b, err)
 	}
 }
