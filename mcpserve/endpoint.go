@@ -291,6 +291,13 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
 		rt = e.sessionRoute(r.Context(), sid)
 	}
 	if rt == nil {
+		// A task made on this route outlives the session: its methods read
+		// the stored call, and need no route.
+		if toolgate.WellFormedID(sid) && r.Method == http.MethodPost && !e.isClosed() {
+			if _, ok := strictBody(w, r, e.gateway.maxBody); !ok || e.serveTasks(w, r, e.gateway.maxBody) {
+				return
+			}
+		}
 		jsonhttp.WriteError(w, r, toolgate.Errorf(toolgate.ENotFound, "no open session %s", sid))
 		return
 	}

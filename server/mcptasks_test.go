@@ -472,3 +472,36 @@ func TestMCPTaskRequestCannotBeForged(t *testing.T) {
 		}
 	}
 }
+
+// A task made on /mcp/sessions/{sid} outlives the client's session: once
+// the session is closed (its route gone), tasks/get and tasks/result on
+// that route still read it, for its ttl.
+func TestMCPTaskOutlivesItsSessionRoute(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("tab")
+	g.register(s, echoTool)
+	st := g.openStream(s, "")
+	path := "/mcp/sessions/" + s.ID
+	sid, _ := mcpInit(t, g, path)
+	reply, _ := mcpRPC(t, g, path, sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "task": map[string]any{}})
+	var created struct {
+		Task mcpTask `json:"task"`
+	}
+	if json.Unmarshal(reply.Result, &created); created.Task.TaskID == "" {
+		t.Fatalf("tools/call as a task: %s %+v", reply.Result, reply.Error)
+	}
+	if status, body := g.answer(s, created.Task.TaskID, "forty-two"); status != 200 {
+		t.Fatalf("REST answer: %d %v", status, body)
+	}
+	st.Close()
+	g.call("DELETE", "/v1/sessions/"+s.ID, s.Token, nil, 200, nil)
+	reply, _ = mcpRPC(t, g, path, "", "tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	var result struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(reply.Result, &result); reply.Error != nil || len(result.Content) == 0 || result.Content[0].Text != "forty-two" {
+		t.Fatalf("tasks/result on the route of a closed session: %s %+v", reply.Result, reply.Error)
+	}
+}
