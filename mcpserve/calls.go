@@ -57,8 +57,8 @@ func (e *Endpoint) callHandler(sid, tool string) mcp.ToolHandler {
 		}
 		call.TimeoutMS = timeoutMS
 		idempotencyKey = e.retryKey(req, idempotencyKey) // the same request again: the same call
-		if tr := e.taskRequestOf(req.Params.Meta); tr != nil && e.opts.Tasks != nil {
-			return e.startTask(ctx, call, idempotencyKey, tr) // tasks.go
+		if tr := e.tasks.taskRequestOf(req.Params.Meta); tr != nil && e.opts.Tasks != nil {
+			return e.tasks.startTask(ctx, call, idempotencyKey, tr) // tasks.go
 		}
 		// Counted before the call is found by its key, so that an earlier
 		// attempt giving up meanwhile leaves it to this one.

@@ -73,8 +73,8 @@ type Endpoint struct {
 	// screen finds text aimed at a model in what outsiders wrote of their
 	// tools (descriptions, schemas, client names) before hosts see it.
 	screen *outputsafety.Sanitizer
-	// taskSeal marks the task requests the task hook wrote (tasks.go).
-	taskSeal string
+	// tasks serves MCP tasks (tasks.go, taskrpc.go, taskext.go).
+	tasks *taskServer
 
 	gateway *route     // /mcp
 	names   *nameTable // /mcp's names; only the sync goroutine uses it
@@ -138,7 +138,6 @@ func New(opts Options) *Endpoint {
 		waiters:  newCallWaiters(),
 		running:  newLocalCalls(),
 		screen:   outputsafety.New(),
-		taskSeal: rand.Text(),
 		names:    newNameTable(),
 		sessions: map[string]*route{},
 		changes:  newChangeQueue(),
@@ -147,6 +146,7 @@ func New(opts Options) *Endpoint {
 		end:      end,
 		done:     make(chan struct{}),
 	}
+	e.tasks = &taskServer{ep: e, seal: rand.Text()}
 	e.gateway = e.newRoute("", "toolgate: the tools of this gateway and of every client session connected to it. "+
 		"A session's tool is named <tool>__<the last 12 hex digits of its session id>.")
 	return e
@@ -168,7 +168,7 @@ func (e *Endpoint) newRoute(key, instructions string) *route {
 			Resources: &mcp.ResourceCapabilities{},
 		},
 	})
-	server.AddReceivingMiddleware(e.taskMiddleware) // tasks.go
+	server.AddReceivingMiddleware(e.tasks.taskMiddleware) // tasks.go
 	maxBody := e.opts.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = mcp.DefaultMaxRequestBodyBytes
@@ -294,7 +294,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
 		// A task made on this route outlives the session: its methods read
 		// the stored call, and need no route.
 		if toolgate.WellFormedID(sid) && r.Method == http.MethodPost && !e.isClosed() {
-			if _, ok := strictBody(w, r, e.gateway.maxBody); !ok || e.serveTasks(w, r, e.gateway.maxBody) {
+			if _, ok := strictBody(w, r, e.gateway.maxBody); !ok || e.tasks.serveTasks(w, r, e.gateway.maxBody) {
 				return
 			}
 		}
@@ -327,7 +327,7 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 			return
 		}
 	}
-	if e.serveTasks(w, r, rt.maxBody) { // MCP tasks (taskrpc.go)
+	if e.tasks.serveTasks(w, r, rt.maxBody) { // MCP tasks (taskrpc.go)
 		return
 	}
 	stateless := r.Header.Get(headerProtocolVersion) >= statelessRevision

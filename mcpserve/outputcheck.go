@@ -82,12 +82,12 @@ func compileOutputSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 // that declares an output schema now, checked against it (the plain path
 // checks in the tool's handler, checkedOutput; a task's result is mapped
 // later, from the stored call, perhaps on another node).
-func (e *Endpoint) checkedTaskResult(ctx context.Context, c *toolgate.Call) *mcp.CallToolResult {
-	res := e.guardedResultOf(ctx, c)
+func (t *taskServer) checkedTaskResult(ctx context.Context, c *toolgate.Call) *mcp.CallToolResult {
+	res := t.ep.guardedResultOf(ctx, c)
 	if res.IsError {
 		return res
 	}
-	raw := e.outputSchemaOf(ctx, c)
+	raw := t.outputSchemaOf(ctx, c)
 	if len(raw) == 0 {
 		return res
 	}
@@ -100,11 +100,11 @@ func (e *Endpoint) checkedTaskResult(ctx context.Context, c *toolgate.Call) *mcp
 
 // outputSchemaOf returns the output schema c's tool declares now (nil for
 // none, or when the tool or its session is gone).
-func (e *Endpoint) outputSchemaOf(ctx context.Context, c *toolgate.Call) json.RawMessage {
+func (t *taskServer) outputSchemaOf(ctx context.Context, c *toolgate.Call) json.RawMessage {
 	var tools []toolgate.ToolInfo
 	if c.SessionID == "" {
-		tools = e.remote.GatewayTools()
-	} else if view, err := e.views.SessionView(ctx, c.SessionID); err == nil && view != nil {
+		tools = t.ep.remote.GatewayTools()
+	} else if view, err := t.ep.views.SessionView(ctx, c.SessionID); err == nil && view != nil {
 		tools = view.Tools
 	}
 	for _, t := range tools {

@@ -111,14 +111,14 @@ func (r *discoverWithTasks) MarshalJSON() ([]byte, error) {
 
 // taskMethodExt serves tasks/get, tasks/cancel and tasks/update of the
 // extension.
-func (e *Endpoint) taskMethodExt(r *http.Request, req rpcRequest) (any, *jsonrpc.Error) {
-	if !e.enter() {
+func (t *taskServer) taskMethodExt(r *http.Request, req rpcRequest) (any, *jsonrpc.Error) {
+	if !t.ep.enter() {
 		return nil, errShuttingDown
 	}
-	defer e.calls.Done()
+	defer t.ep.calls.Done()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stop := context.AfterFunc(e.life, cancel)
+	stop := context.AfterFunc(t.ep.life, cancel)
 	defer stop()
 	var p struct {
 		TaskID string `json:"taskId"`
@@ -126,7 +126,7 @@ func (e *Endpoint) taskMethodExt(r *http.Request, req rpcRequest) (any, *jsonrpc
 	if len(req.Params) == 0 || json.Unmarshal(req.Params, &p) != nil || p.TaskID == "" {
 		return nil, invalidParams("params.taskId (a string) is required")
 	}
-	task, call, rerr := e.findTask(ctx, p.TaskID, chi.URLParam(r, "sid"), ownerOf(jsonhttp.Bearer(r, false)))
+	task, call, rerr := t.findTask(ctx, p.TaskID, chi.URLParam(r, "sid"), ownerOf(jsonhttp.Bearer(r, false)))
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -135,7 +135,7 @@ func (e *Endpoint) taskMethodExt(r *http.Request, req rpcRequest) (any, *jsonrpc
 		if call.Status.Final() {
 			return nil, invalidParams("cannot cancel task " + task.ID + ": it has ended (" + string(call.Status) + ")")
 		}
-		if _, err := e.dispatch.CancelCall(context.WithoutCancel(ctx), task.ID); err != nil && toolgate.ErrorCode(err) != toolgate.ECallClosed {
+		if _, err := t.ep.dispatch.CancelCall(context.WithoutCancel(ctx), task.ID); err != nil && toolgate.ErrorCode(err) != toolgate.ECallClosed {
 			return nil, internalError(err)
 		}
 		return map[string]string{"resultType": resultTypeComplete}, nil
@@ -145,14 +145,14 @@ func (e *Endpoint) taskMethodExt(r *http.Request, req rpcRequest) (any, *jsonrpc
 	out := detailedTaskExt{taskObjectExt: extOf(taskObjectOf(task, call)), ResultType: resultTypeComplete}
 	switch out.Status {
 	case taskCompleted:
-		out.Result = e.checkedTaskResult(ctx, call)
+		out.Result = t.checkedTaskResult(ctx, call)
 		if out.Result.Meta == nil {
 			out.Result.Meta = map[string]any{}
 		}
 		out.Result.Meta[metaRelatedTask] = map[string]string{"taskId": task.ID}
 	case taskFailed:
 		// The error as a plain tools/call gives it, past the safety step.
-		res := e.guardedResultOf(ctx, call)
+		res := t.ep.guardedResultOf(ctx, call)
 		out.Error = &taskErrorExt{Code: jsonrpc.CodeInternalError, Message: out.StatusMessage, Data: res.StructuredContent}
 	}
 	return out, nil

@@ -41,8 +41,8 @@ type rpcRequest struct {
 // every POST): it serves the task methods itself and reports true, and
 // readies a task-augmented tools/call for the call handler (params.task
 // moved into _meta[metaTaskRequest]); any other request passes unchanged.
-func (e *Endpoint) serveTasks(w http.ResponseWriter, r *http.Request, maxBody int64) bool {
-	if e.opts.Tasks == nil || r.Method != http.MethodPost {
+func (t *taskServer) serveTasks(w http.ResponseWriter, r *http.Request, maxBody int64) bool {
+	if t.ep.opts.Tasks == nil || r.Method != http.MethodPost {
 		return false
 	}
 	modern := r.Header.Get(headerProtocolVersion) >= statelessRevision
@@ -58,19 +58,19 @@ func (e *Endpoint) serveTasks(w http.ResponseWriter, r *http.Request, maxBody in
 	}
 	switch {
 	case modern && (req.Method == methodTasksGet || req.Method == methodTasksCancel || req.Method == methodTasksUpdate):
-		result, rerr := e.taskMethodExt(r, req) // taskext.go
+		result, rerr := t.taskMethodExt(r, req) // taskext.go
 		writeRPC(w, req.ID, result, rerr)
 		return true
 	case modern:
 		// tasks/result and tasks/list are not in the extension: the SDK
 		// answers them as unknown methods.
 	case req.Method == methodTasksGet || req.Method == methodTasksResult || req.Method == methodTasksList || req.Method == methodTasksCancel:
-		result, rerr := e.taskMethod(r, req)
+		result, rerr := t.taskMethod(r, req)
 		writeRPC(w, req.ID, result, rerr)
 		return true
 	}
 	if req.Method == methodToolsCall {
-		changed, rerr := e.readyTaskCall(r, req.Params, modern)
+		changed, rerr := t.readyTaskCall(r, req.Params, modern)
 		if rerr != nil {
 			writeRPC(w, req.ID, nil, rerr)
 			return true
@@ -98,7 +98,7 @@ func (e *Endpoint) serveTasks(w http.ResponseWriter, r *http.Request, maxBody in
 // On 2026-07-28 (modern), the call is a task when the request declares the
 // tasks extension among its client capabilities (the server decides, as
 // the extension says); the ttl is then the maximum.
-func (e *Endpoint) readyTaskCall(r *http.Request, params json.RawMessage, modern bool) (json.RawMessage, *jsonrpc.Error) {
+func (t *taskServer) readyTaskCall(r *http.Request, params json.RawMessage, modern bool) (json.RawMessage, *jsonrpc.Error) {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil {
 		return nil, nil // the SDK refuses it
@@ -133,10 +133,10 @@ func (e *Endpoint) readyTaskCall(r *http.Request, params json.RawMessage, modern
 			return nil, invalidParams("params.task.ttl must be a whole number of milliseconds, 0 or more")
 		}
 		tr := taskRequest{
-			TTLMS: e.taskTTL(asked).Milliseconds(),
+			TTLMS: t.taskTTL(asked).Milliseconds(),
 			Route: chi.URLParam(r, "sid"),
 			Owner: ownerOf(jsonhttp.Bearer(r, false)),
-			Seal:  e.taskSeal,
+			Seal:  t.seal,
 		}
 		if modern {
 			tr.Form = formExtension
@@ -183,18 +183,18 @@ func askedTTL(raw json.RawMessage) (*int64, bool) {
 }
 
 // taskMethod serves one task method.
-func (e *Endpoint) taskMethod(r *http.Request, req rpcRequest) (any, *jsonrpc.Error) {
-	if !e.enter() {
+func (t *taskServer) taskMethod(r *http.Request, req rpcRequest) (any, *jsonrpc.Error) {
+	if !t.ep.enter() {
 		return nil, errShuttingDown
 	}
-	defer e.calls.Done()
+	defer t.ep.calls.Done()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stop := context.AfterFunc(e.life, cancel)
+	stop := context.AfterFunc(t.ep.life, cancel)
 	defer stop()
 	route, owner := chi.URLParam(r, "sid"), ownerOf(jsonhttp.Bearer(r, false))
 	if req.Method == methodTasksList {
-		return e.listTasks(ctx, req.Params, route, owner)
+		return t.listTasks(ctx, req.Params, route, owner)
 	}
 	var p struct {
 		TaskID string `json:"taskId"`
@@ -202,7 +202,7 @@ func (e *Endpoint) taskMethod(r *http.Request, req rpcRequest) (any, *jsonrpc.Er
 	if len(req.Params) == 0 || json.Unmarshal(req.Params, &p) != nil || p.TaskID == "" {
 		return nil, invalidParams("params.taskId (a string) is required")
 	}
-	task, call, rerr := e.findTask(ctx, p.TaskID, route, owner)
+	task, call, rerr := t.findTask(ctx, p.TaskID, route, owner)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -213,25 +213,25 @@ func (e *Endpoint) taskMethod(r *http.Request, req rpcRequest) (any, *jsonrpc.Er
 		if call.Status.Final() {
 			return nil, invalidParams("cannot cancel task " + task.ID + ": it has ended (" + string(call.Status) + ")")
 		}
-		cancelled, err := e.dispatch.CancelCall(context.WithoutCancel(ctx), task.ID)
+		cancelled, err := t.ep.dispatch.CancelCall(context.WithoutCancel(ctx), task.ID)
 		if err != nil && toolgate.ErrorCode(err) != toolgate.ECallClosed {
 			return nil, internalError(err)
 		}
 		if cancelled == nil || toolgate.ErrorCode(err) == toolgate.ECallClosed {
-			if cancelled, err = e.dispatch.GetCall(ctx, task.ID); err != nil {
+			if cancelled, err = t.ep.dispatch.GetCall(ctx, task.ID); err != nil {
 				return nil, internalError(err)
 			}
 		}
 		return taskObjectOf(task, cancelled), nil
 	default: // tasks/result: once the call has ended (bounded by its deadline)
-		ended, err := e.dispatch.WaitCallProgress(ctx, task.ID, nil)
+		ended, err := t.ep.dispatch.WaitCallProgress(ctx, task.ID, nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, errRequestCancelled
 			}
 			return nil, internalError(err)
 		}
-		res := e.checkedTaskResult(ctx, ended)
+		res := t.checkedTaskResult(ctx, ended)
 		if res.Meta == nil {
 			res.Meta = map[string]any{}
 		}
@@ -243,19 +243,19 @@ func (e *Endpoint) taskMethod(r *http.Request, req rpcRequest) (any, *jsonrpc.Er
 // findTask returns the task id of route and owner with its call; a task
 // that is not there, has expired or is another route's or credential's is
 // the same invalid params.
-func (e *Endpoint) findTask(ctx context.Context, id, route, owner string) (*toolgate.MCPTask, *toolgate.Call, *jsonrpc.Error) {
+func (t *taskServer) findTask(ctx context.Context, id, route, owner string) (*toolgate.MCPTask, *toolgate.Call, *jsonrpc.Error) {
 	notFound := invalidParams("no task " + quoteID(id))
 	if !toolgate.WellFormedID(id) {
 		return nil, nil, notFound
 	}
-	task, err := e.opts.Tasks.MCPTask(ctx, id, time.Now())
+	task, err := t.ep.opts.Tasks.MCPTask(ctx, id, time.Now())
 	if err != nil {
 		return nil, nil, internalError(err)
 	}
 	if task == nil || task.Route != route || task.Owner != owner {
 		return nil, nil, notFound
 	}
-	call, err := e.dispatch.GetCall(ctx, id)
+	call, err := t.ep.dispatch.GetCall(ctx, id)
 	if toolgate.ErrorCode(err) == toolgate.ENotFound {
 		return nil, nil, notFound // its call is gone from the history
 	}
@@ -267,7 +267,7 @@ func (e *Endpoint) findTask(ctx context.Context, id, route, owner string) (*tool
 
 // listTasks serves tasks/list: a page of the route's and owner's tasks,
 // newest first; the cursor is the last task of the page before.
-func (e *Endpoint) listTasks(ctx context.Context, params json.RawMessage, route, owner string) (any, *jsonrpc.Error) {
+func (t *taskServer) listTasks(ctx context.Context, params json.RawMessage, route, owner string) (any, *jsonrpc.Error) {
 	var p struct {
 		Cursor *string `json:"cursor"`
 	}
@@ -281,7 +281,7 @@ func (e *Endpoint) listTasks(ctx context.Context, params json.RawMessage, route,
 		}
 		before = *p.Cursor
 	}
-	tasks, err := e.opts.Tasks.ListMCPTasks(ctx, route, owner, before, time.Now(), taskListPage)
+	tasks, err := t.ep.opts.Tasks.ListMCPTasks(ctx, route, owner, before, time.Now(), taskListPage)
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -289,15 +289,15 @@ func (e *Endpoint) listTasks(ctx context.Context, params json.RawMessage, route,
 		Tasks      []taskObject `json:"tasks"`
 		NextCursor string       `json:"nextCursor,omitempty"`
 	}{Tasks: []taskObject{}}
-	for _, t := range tasks {
-		call, err := e.dispatch.GetCall(ctx, t.ID)
+	for _, task := range tasks {
+		call, err := t.ep.dispatch.GetCall(ctx, task.ID)
 		if toolgate.ErrorCode(err) == toolgate.ENotFound {
 			continue
 		}
 		if err != nil {
 			return nil, internalError(err)
 		}
-		out.Tasks = append(out.Tasks, taskObjectOf(t, call))
+		out.Tasks = append(out.Tasks, taskObjectOf(task, call))
 	}
 	if len(tasks) == taskListPage {
 		out.NextCursor = tasks[len(tasks)-1].ID

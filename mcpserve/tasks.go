@@ -62,6 +62,17 @@ const metaTaskCreated = metaKey + "task_created"
 // metaRelatedTask is MCP's key of the task a message belongs to.
 const metaRelatedTask = "io.modelcontextprotocol/related-task"
 
+// taskServer serves MCP tasks for the endpoint ep: the task methods in
+// front of the SDK (serveTasks), the rewriting of the SDK's results that
+// declare them (taskMiddleware) and the start of a task-augmented
+// tools/call (startTask).
+type taskServer struct {
+	ep *Endpoint
+	// seal marks the task requests the hook wrote: a secret of this
+	// process, never sent.
+	seal string
+}
+
 // taskRequest is what the hook passes to the call handler.
 type taskRequest struct {
 	// Form is "" for the 2025-11-25 utility, formExtension for the
@@ -70,7 +81,7 @@ type taskRequest struct {
 	TTLMS int64  `json:"ttl"`
 	Route string `json:"route"`
 	Owner string `json:"owner"`
-	// Seal is the endpoint's taskSeal: only the hook knows it, so a
+	// Seal is the taskServer's seal: only the hook knows it, so a
 	// task request a host wrote into _meta itself (in a batch, which the
 	// hook does not read) is not taken for one.
 	Seal string `json:"seal"`
@@ -79,12 +90,12 @@ type taskRequest struct {
 // taskRequestOf reads the task the hook put in a tools/call's _meta; nil
 // when the call is not a task, or the request is not the hook's (its seal
 // is not the endpoint's). Its ttl is bounded again here.
-func (e *Endpoint) taskRequestOf(meta mcp.Meta) *taskRequest {
+func (t *taskServer) taskRequestOf(meta mcp.Meta) *taskRequest {
 	tr := readTaskRequest(meta)
-	if tr == nil || !sealed(tr.Seal, e.taskSeal) {
+	if tr == nil || !sealed(tr.Seal, t.seal) {
 		return nil
 	}
-	tr.TTLMS = e.taskTTL(&tr.TTLMS).Milliseconds()
+	tr.TTLMS = t.taskTTL(&tr.TTLMS).Milliseconds()
 	return tr
 }
 
@@ -117,8 +128,8 @@ func ownerOf(secret string) string {
 }
 
 // taskTTL is the ttl granted for the one asked (nil: none asked).
-func (e *Endpoint) taskTTL(asked *int64) time.Duration {
-	limit := e.opts.MaxTaskTTL
+func (t *taskServer) taskTTL(asked *int64) time.Duration {
+	limit := t.ep.opts.MaxTaskTTL
 	if asked == nil || *asked >= limit.Milliseconds() {
 		return limit
 	}
@@ -131,8 +142,8 @@ func (e *Endpoint) taskTTL(asked *int64) time.Duration {
 // startTask stores the call of a task-augmented tools/call and records
 // its task; it does not wait for the call. A call the gateway refuses is
 // answered as a plain tools/call's refusal is.
-func (e *Endpoint) startTask(ctx context.Context, call toolgate.CallRequest, idempotencyKey string, tr *taskRequest) (*mcp.CallToolResult, error) {
-	created, err := e.dispatch.CreateCall(context.WithoutCancel(ctx), call, idempotencyKey)
+func (t *taskServer) startTask(ctx context.Context, call toolgate.CallRequest, idempotencyKey string, tr *taskRequest) (*mcp.CallToolResult, error) {
+	created, err := t.ep.dispatch.CreateCall(context.WithoutCancel(ctx), call, idempotencyKey)
 	if err != nil {
 		return refusal(err)
 	}
@@ -140,11 +151,11 @@ func (e *Endpoint) startTask(ctx context.Context, call toolgate.CallRequest, ide
 		ID: created.ID, Route: tr.Route, Owner: tr.Owner,
 		CreatedAt: created.CreatedAt.Time, TTL: time.Duration(tr.TTLMS) * time.Millisecond,
 	}
-	if err := e.opts.Tasks.CreateMCPTask(context.WithoutCancel(ctx), task); err != nil {
+	if err := t.ep.opts.Tasks.CreateMCPTask(context.WithoutCancel(ctx), task); err != nil {
 		// The call is stored but the host will never know its task:
 		// cancel it rather than leave it running for no one.
-		if _, cerr := e.dispatch.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
-			e.log.Warn("MCP: cancel the call of a task not recorded", "call", created.ID, "err", cerr)
+		if _, cerr := t.ep.dispatch.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {
+			t.ep.log.Warn("MCP: cancel the call of a task not recorded", "call", created.ID, "err", cerr)
 		}
 		return nil, err
 	}
@@ -296,10 +307,10 @@ func setIn(m map[string]json.RawMessage, outer, inner string, v any) error {
 // capability on initialize, execution.taskSupport on tools/list (revisions
 // before 2026-07-28, which has no such field), and the CreateTaskResult of
 // a task-augmented tools/call.
-func (e *Endpoint) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (t *taskServer) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil || e.opts.Tasks == nil {
+		if err != nil || t.ep.opts.Tasks == nil {
 			return res, err
 		}
 		switch r := res.(type) {

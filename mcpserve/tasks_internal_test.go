@@ -11,6 +11,7 @@ import (
 // or written with an exponent) is the maximum; a tiny one the minimum.
 func TestTaskTTLIsReadStrictlyAndBounded(t *testing.T) {
 	e := &Endpoint{opts: Options{MaxTaskTTL: 2 * time.Hour}}
+	e.tasks = &taskServer{ep: e}
 	for _, tc := range []struct {
 		raw  string
 		ok   bool
@@ -36,7 +37,7 @@ func TestTaskTTLIsReadStrictlyAndBounded(t *testing.T) {
 			continue
 		}
 		if ok {
-			if got := e.taskTTL(asked); got != tc.want {
+			if got := e.tasks.taskTTL(asked); got != tc.want {
 				t.Errorf("ttl %s: granted %v, want %v", tc.raw, got, tc.want)
 			}
 		}
