@@ -151,7 +151,9 @@ func (t *taskServer) startTask(ctx context.Context, call toolgate.CallRequest, i
 		ID: created.ID, Route: tr.Route, Owner: tr.Owner,
 		CreatedAt: created.CreatedAt.Time, TTL: time.Duration(tr.TTLMS) * time.Millisecond,
 	}
-	if err := t.ep.opts.Tasks.CreateMCPTask(context.WithoutCancel(ctx), task); err != nil {
+	if err := t.ep.opts.Tasks.CreateMCPTask(context.WithoutCancel(ctx), task); toolgate.ErrorCode(err) == toolgate.EConflict {
+		return refusal(err) // the call is that other task's: left running
+	} else if err != nil {
 		// The call is stored but the host will never know its task:
 		// cancel it rather than leave it running for no one.
 		if _, cerr := t.ep.dispatch.CancelCall(context.WithoutCancel(ctx), created.ID); cerr != nil && toolgate.ErrorCode(cerr) != toolgate.ECallClosed {

@@ -505,3 +505,39 @@ func TestMCPTaskOutlivesItsSessionRoute(t *testing.T) {
 		t.Fatalf("tasks/result on the route of a closed session: %s %+v", reply.Result, reply.Error)
 	}
 }
+
+// An idempotency key used again for a task on another route finds the
+// first route's call: the host is refused with CONFLICT (it could never
+// read that task), and the first task's call goes on.
+func TestMCPTaskKeyUsedOnAnotherRouteConflicts(t *testing.T) {
+	g := startGateway(t, nil)
+	s := g.newSession("tab")
+	g.register(s, echoTool)
+	st := g.openStream(s, "")
+	defer st.Close()
+	path := "/mcp/sessions/" + s.ID
+	sidA, _ := mcpInit(t, g, path)
+	sidB, _ := mcpInit(t, g, "/mcp")
+	meta := map[string]any{"io.toolgate/idempotency_key": "nightly-1"}
+	reply, _ := mcpRPC(t, g, path, sidA, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "task": map[string]any{}, "_meta": meta})
+	var first struct {
+		Task mcpTask `json:"task"`
+	}
+	if json.Unmarshal(reply.Result, &first); first.Task.TaskID == "" {
+		t.Fatalf("first task: %s %+v", reply.Result, reply.Error)
+	}
+	reply, _ = mcpRPC(t, g, "/mcp", sidB, "tools/call", map[string]any{"name": "echo__" + shortID(s.ID), "arguments": map[string]any{"text": "hi"}, "task": map[string]any{}, "_meta": meta})
+	var again struct {
+		Task    mcpTask `json:"task"`
+		IsError bool    `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(reply.Result, &again); again.Task.TaskID != "" || !again.IsError || len(again.Content) == 0 || !strings.Contains(again.Content[0].Text, "CONFLICT") {
+		t.Fatalf("the same key as a task on /mcp: %s %+v", reply.Result, reply.Error)
+	}
+	if status, body := g.answer(s, first.Task.TaskID, "forty-two"); status != 200 {
+		t.Fatalf("the first task's call was not left running: %d %v", status, body)
+	}
+}

@@ -49,15 +49,31 @@ var (
 		WHERE route = ? AND owner = ? AND expires_at > ? AND call_id < ? ORDER BY call_id DESC LIMIT ?`)
 )
 
-// CreateMCPTask records t (a second record of the same call keeps the
-// first), and deletes a bounded batch of expired records meanwhile.
+// CreateMCPTask records t (a second record of the same call by the same
+// route and owner keeps the first), and deletes a bounded batch of
+// expired records meanwhile. The call being another route's or owner's
+// task (an idempotency key used again elsewhere) is CONFLICT: that task
+// could not be read by the one asking.
 func (m *MCPTasks) CreateMCPTask(ctx context.Context, t toolgate.MCPTask) error {
 	return m.s.Write(ctx, func(tx *Tx) error {
 		if _, err := tx.exec(qPruneMCPTasks, ms(t.CreatedAt), pruneMCPTasksBatch); err != nil {
 			return err
 		}
-		_, err := tx.exec(qPutMCPTask, t.ID, t.Route, t.Owner, ms(t.CreatedAt), ms(t.ExpiresAt()))
-		return err
+		res, err := tx.exec(qPutMCPTask, t.ID, t.Route, t.Owner, ms(t.CreatedAt), ms(t.ExpiresAt()))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		var first mcpTaskRow
+		if err := tx.get(&first, qGetMCPTask, t.ID, ms(t.CreatedAt)); err != nil {
+			return err
+		}
+		if first.Route != t.Route || first.Owner != t.Owner {
+			return toolgate.Errorf(toolgate.EConflict, "call %s is already a task of another route or credential (its idempotency key was used there): use another key", t.ID)
+		}
+		return nil
 	})
 }
 
