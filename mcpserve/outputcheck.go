@@ -27,6 +27,9 @@ func checkedOutput(raw json.RawMessage, h mcp.ToolHandler) mcp.ToolHandler {
 		if err != nil || res == nil || res.IsError {
 			return res, err
 		}
+		if _, task := res.Meta[metaTaskCreated]; task {
+			return res, nil // a task: its result is checked when it is read (checkedTaskResult)
+		}
 		if why := outputMismatch(schema, res.StructuredContent); why != "" {
 			return errorResult(toolgate.CallError{Code: toolgate.EOutputInvalid, Message: why}, res.Meta), nil
 		}
