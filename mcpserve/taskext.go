@@ -112,14 +112,11 @@ func (r *discoverWithTasks) MarshalJSON() ([]byte, error) {
 // taskMethodExt serves tasks/get, tasks/cancel and tasks/update of the
 // extension.
 func (t *taskServer) taskMethodExt(r *http.Request, req rpcRequest) (any, *jsonrpc.Error) {
-	if !t.ep.enter() {
+	ctx, done, ok := t.entered(r)
+	if !ok {
 		return nil, errShuttingDown
 	}
-	defer t.ep.calls.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(t.ep.life, cancel)
-	defer stop()
+	defer done()
 	var p struct {
 		TaskID string `json:"taskId"`
 	}

@@ -182,16 +182,25 @@ func askedTTL(raw json.RawMessage) (*int64, bool) {
 	return &n, true
 }
 
+// entered counts a task method as running on the endpoint (Close waits
+// for it) and returns its context, ended with the request or the
+// endpoint; done ends both. ok is false when the endpoint is closing.
+func (t *taskServer) entered(r *http.Request) (ctx context.Context, done func(), ok bool) {
+	if !t.ep.enter() {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(t.ep.life, cancel)
+	return ctx, func() { stop(); cancel(); t.ep.calls.Done() }, true
+}
+
 // taskMethod serves one task method.
 func (t *taskServer) taskMethod(r *http.Request, req rpcRequest) (any, *jsonrpc.Error) {
-	if !t.ep.enter() {
+	ctx, done, ok := t.entered(r)
+	if !ok {
 		return nil, errShuttingDown
 	}
-	defer t.ep.calls.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(t.ep.life, cancel)
-	defer stop()
+	defer done()
 	route, owner := chi.URLParam(r, "sid"), ownerOf(jsonhttp.Bearer(r, false))
 	if req.Method == methodTasksList {
 		return t.listTasks(ctx, req.Params, route, owner)
