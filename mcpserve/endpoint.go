@@ -294,7 +294,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, r *http.Request) {
 		// A task made on this route outlives the session: its methods read
 		// the stored call, and need no route.
 		if toolgate.WellFormedID(sid) && r.Method == http.MethodPost && !e.isClosed() {
-			if _, ok := strictBody(w, r, e.gateway.maxBody); !ok || e.tasks.serveTasks(w, r, e.gateway.maxBody) {
+			if body, ok := strictBody(w, r, e.gateway.maxBody); !ok || e.tasks.serveTasks(w, r, body) {
 				return
 			}
 		}
@@ -327,7 +327,7 @@ func (e *Endpoint) serveRoute(rt *route, w http.ResponseWriter, r *http.Request)
 			return
 		}
 	}
-	if e.tasks.serveTasks(w, r, rt.maxBody) { // MCP tasks (taskrpc.go)
+	if e.tasks.serveTasks(w, r, body) { // MCP tasks (taskrpc.go)
 		return
 	}
 	stateless := r.Header.Get(headerProtocolVersion) >= statelessRevision

@@ -41,17 +41,13 @@ type rpcRequest struct {
 // every POST): it serves the task methods itself and reports true, and
 // readies a task-augmented tools/call for the call handler (params.task
 // moved into _meta[metaTaskRequest]); any other request passes unchanged.
-func (t *taskServer) serveTasks(w http.ResponseWriter, r *http.Request, maxBody int64) bool {
-	if t.ep.opts.Tasks == nil || r.Method != http.MethodPost {
+// body is the POST's body as strictBody read it (nil when it was not JSON
+// within the limit: the SDK refuses it).
+func (t *taskServer) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if t.ep.opts.Tasks == nil || r.Method != http.MethodPost || body == nil {
 		return false
 	}
 	modern := r.Header.Get(headerProtocolVersion) >= statelessRevision
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	rest := r.Body
-	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), rest), rest}
-	if err != nil || int64(len(body)) > maxBody {
-		return false // the SDK refuses it
-	}
 	var req rpcRequest
 	if json.Unmarshal(body, &req) != nil || len(req.ID) == 0 {
 		return false // not one request: the SDK answers it
